@@ -1,0 +1,35 @@
+// Shared helpers for the test suite: where the shared assets live, and running the CLI.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace nucleus::test {
+
+// Directory of the read-only shared assets (models/, reference/, vocab/). Taken from the
+// NUCLEUS_SHARED_DIR environment variable when set, else from the CMake cache variable.
+std::string shared_dir();
+bool shared_available();
+std::string shared_path(const std::string& relative);  // shared_dir() + "/" + relative
+std::string nucleus_binary();                           // path of the built CLI
+
+// Reads a whole file into a string (throws std::runtime_error when it cannot).
+std::string read_file(const std::string& path);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs `nucleus_binary() + " " + args` through the shell and captures both streams.
+CommandResult run_nucleus(const std::string& args);
+
+}  // namespace nucleus::test
+
+// Skips the current test, with the reason, when the shared assets are not present.
+#define NUCLEUS_REQUIRE_SHARED()                                                          \
+  do {                                                                                    \
+    if (!::nucleus::test::shared_available())                                             \
+      GTEST_SKIP() << "shared assets not found at " << ::nucleus::test::shared_dir()      \
+                   << " (set NUCLEUS_SHARED_DIR)";                                        \
+  } while (0)
