@@ -110,10 +110,10 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     offset += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
   }
   s.pad_to(alignment_);
-  for (const PendingTensor& t : tensors_) {
-    const auto* p = static_cast<const uint8_t*>(t.data);
-    out.insert(out.end(), p, p + t.nbytes);
-    s.pad_to(alignment_);
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const auto* p = static_cast<const uint8_t*>(tensors_[i].data);
+    out.insert(out.end(), p, p + tensors_[i].nbytes);
+    if (i + 1 < tensors_.size()) s.pad_to(alignment_);  // the file ends where the last tensor ends
   }
   return out;
 }

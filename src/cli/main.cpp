@@ -1,0 +1,59 @@
+// nucleus: command-line entry point. Every failure ends in one line on stderr and a
+// non-zero exit status.
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace nucleus::cli {
+
+void add_model_flags(CLI::App& command, ModelSource& source) {
+  source.model_path = kDefaultModel;
+  command.add_option("-m,--model", source.model_path, "model file: GGUF, or a llama2.c checkpoint (with --tokenizer)");
+  command.add_option("--tokenizer", source.tokenizer_path, "llama2.c tokenizer.bin for a llama2.c checkpoint");
+  command.add_option("--tokenizer-pre", source.tokenizer_options.pre_override,
+                     "override the GGUF's tokenizer.ggml.pre pre-tokenizer name");
+}
+
+int default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace nucleus::cli
+
+int main(int argc, char** argv) {
+  using namespace nucleus::cli;
+  CLI::App app{"nucleus: an LLM inference engine"};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Runner>> commands;
+  auto track = [&](Runner runner) { commands.emplace_back(app.get_subcommands().back(), std::move(runner)); };
+  track(add_generate_command(app));
+  track(add_logits_command(app));
+  track(add_tokenize_command(app));
+  track(add_inspect_command(app));
+  track(add_convert_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    for (auto& [command, runner] : commands)
+      if (command->parsed()) return runner();
+  } catch (const nucleus::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,27 @@
+// Opening a model the user named: a GGUF file, or a llama2.c checkpoint + tokenizer pair
+// (converted in memory to the same GGUF form). Yields the network and its tokenizer.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nucleus {
+
+struct ModelSource {
+  std::string model_path;
+  std::string tokenizer_path;  // llama2.c only
+  TokenizerOptions tokenizer_options;
+};
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// Throws Error with a one-line message (missing file, malformed file, vocab mismatch).
+LoadedModel load_model(const ModelSource& source);
+std::unique_ptr<GgufFile> open_model_file(const ModelSource& source);
+
+}  // namespace nucleus

@@ -1,0 +1,36 @@
+// Dot products between one stored weight row and one activation row, per weight type.
+// Each instruction set provides a full table; the scalar table is the reference every SIMD
+// table is tested against. A row's reduction order depends only on the table and n, never
+// on how many rows or tokens a matmul processes, which is what makes batching invariant.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kernels/quant_blocks.h"
+
+namespace nucleus {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+const char* isa_name(Isa isa);
+
+struct DotKernels {
+  Isa isa;
+  // w[n] · x[n], f32 accumulation.
+  float (*dot_f32)(const float* w, const float* x, int64_t n);
+  float (*dot_f16_f32)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_bf16_f32)(const uint16_t* w, const float* x, int64_t n);
+  // Integer formats: the activation row is pre-quantized to Q8_0 blocks; n_blocks of 32.
+  float (*dot_q8_0_q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks);
+  float (*dot_q4_0_q8_0)(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks);
+};
+
+const DotKernels& scalar_dot_kernels();
+const DotKernels& avx2_dot_kernels();  // requires AVX2 + FMA + F16C
+bool cpu_supports(Isa isa);
+
+// The best table for this CPU, unless NUCLEUS_ISA=scalar|avx2|avx512 forces one (an
+// unsupported or unknown value is an Error).
+const DotKernels& select_dot_kernels();
+const DotKernels& dot_kernels_for(Isa isa);  // throws Error if the CPU lacks it
+
+}  // namespace nucleus

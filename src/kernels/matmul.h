@@ -1,0 +1,39 @@
+// Matrix multiplication against a stored weight matrix of any supported type.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "io/ggml_type.h"
+#include "kernels/dot.h"
+
+namespace nucleus {
+
+// A weight matrix as stored in the file: n_rows rows of n_cols elements each, row-major in
+// its own type (GGUF ne[0] = n_cols, ne[1] = n_rows). The data is not owned (mmap).
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t n_cols = 0;     // input features (k)
+  int64_t n_rows = 0;     // output features (m)
+  size_t row_bytes = 0;   // bytes per stored row
+
+  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes; }
+};
+
+// Scratch space reused across calls (activation rows quantized to Q8_0).
+struct MatmulScratch {
+  std::vector<BlockQ8_0> quantized;  // [n_tokens, n_cols / 32]
+};
+
+// y[n_tokens, w.n_rows] = x[n_tokens, w.n_cols] · wᵀ, threads over output rows.
+// Every y[t, r] is one dot(w.row(r), x[t]) from `kernels`, independent of n_tokens.
+void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+            int n_threads, MatmulScratch& scratch);
+
+// Dequantizes one stored row (e.g. an embedding lookup) into dst[w.n_cols].
+void matrix_row_to_f32(const WeightMatrix& w, int64_t r, float* dst);
+
+// The activation format a weight type's dot product consumes.
+bool uses_q8_0_activations(GgmlType type);
+
+}  // namespace nucleus

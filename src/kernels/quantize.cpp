@@ -1,0 +1,115 @@
+#include "kernels/quantize.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/fp16.h"
+
+namespace nucleus {
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  const int64_t n_blocks = n / kQK8_0;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * kQK8_0;
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(xb[j] * id));
+  }
+}
+
+void quantize_activations_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  const int64_t n_blocks = n / kQK8_0;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * kQK8_0;
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[b].d = f32_to_f16(amax / 127.0f);
+    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
+  }
+}
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  const int64_t n_blocks = n / kQK4_0;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * kQK4_0;
+    float amax = 0.0f, max = 0.0f;  // max keeps the sign of the largest-magnitude value
+    for (int j = 0; j < kQK4_0; ++j) {
+      if (amax < std::fabs(xb[j])) {
+        amax = std::fabs(xb[j]);
+        max = xb[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      const float x0 = xb[j] * id;
+      const float x1 = xb[j + kQK4_0 / 2] * id;
+      const uint8_t q0 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(x0 + 8.5f))));
+      const uint8_t q1 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(x1 + 8.5f))));
+      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  switch (type) {
+    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case GgmlType::F16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    case GgmlType::BF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case GgmlType::Q8_0: {
+      const auto* blocks = static_cast<const BlockQ8_0*>(src);
+      for (int64_t b = 0; b < n / kQK8_0; ++b) {
+        const float d = f16_to_f32(blocks[b].d);
+        for (int j = 0; j < kQK8_0; ++j) dst[b * kQK8_0 + j] = d * blocks[b].qs[j];
+      }
+      return;
+    }
+    case GgmlType::Q4_0: {
+      const auto* blocks = static_cast<const BlockQ4_0*>(src);
+      for (int64_t b = 0; b < n / kQK4_0; ++b) {
+        const float d = f16_to_f32(blocks[b].d);
+        for (int j = 0; j < kQK4_0 / 2; ++j) {
+          dst[b * kQK4_0 + j] = d * ((blocks[b].qs[j] & 0x0f) - 8);
+          dst[b * kQK4_0 + j + kQK4_0 / 2] = d * ((blocks[b].qs[j] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    default: throw Error(std::string("dequantize: unsupported type ") + ggml_type_name(type));
+  }
+}
+
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
+  switch (type) {
+    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case GgmlType::F16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case GgmlType::BF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+      return;
+    }
+    case GgmlType::Q8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return;
+    case GgmlType::Q4_0: quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n); return;
+    default: throw Error(std::string("quantize: unsupported type ") + ggml_type_name(type));
+  }
+}
+
+}  // namespace nucleus

@@ -1,0 +1,63 @@
+// A loaded decoder-only transformer (llama, qwen2): hyper-parameters, weights used in place
+// from the file mapping in their stored type, and the forward pass over a ragged batch.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "io/gguf.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "model/forward_batch.h"
+#include "model/hparams.h"
+#include "model/kv_cache.h"
+
+namespace nucleus {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;            // [n_embd]
+  WeightMatrix wq, wk, wv, wo;             // [n_embd → n_embd], [n_embd → kv_dim] ×2, [n_embd → n_embd]
+  std::vector<float> bq, bk, bv;           // qwen2 only: [n_embd], [kv_dim], [kv_dim]
+  std::vector<float> ffn_norm;             // [n_embd]
+  WeightMatrix w_gate, w_up, w_down;       // [n_embd → n_ff] ×2, [n_ff → n_embd]
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;                 // [n_vocab rows × n_embd]
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;          // [n_embd]
+  WeightMatrix output;                     // [n_vocab rows × n_embd]; token_embd when tied
+  bool tied_output = false;
+};
+
+class Model {
+ public:
+  // Takes ownership of the parsed file; validates every tensor's presence, shape and type.
+  static std::unique_ptr<Model> load(std::unique_ptr<GgufFile> file);
+
+  const HParams& hparams() const { return hparams_; }
+  const GgufFile& file() const { return *file_; }
+  const ModelWeights& weights() const { return weights_; }
+  size_t weight_bytes() const;  // bytes of all matrices read per forward pass
+
+  // Runs every token of the batch through the network, writing K/V into `kv` through the
+  // batch's block tables, and writes logits[n_outputs, n_vocab] for batch.output_rows.
+  // Throws Error for token ids out of range or positions the block tables do not cover.
+  void forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n_threads);
+
+  void set_kernels(const DotKernels& kernels) { kernels_ = &kernels; }
+  const DotKernels& kernels() const { return *kernels_; }
+
+ private:
+  struct Scratch;
+  Model() = default;
+  void validate(const ForwardBatch& batch, const KvCache& kv) const;
+
+  std::unique_ptr<GgufFile> file_;
+  HParams hparams_;
+  ModelWeights weights_;
+  const DotKernels* kernels_ = nullptr;
+  std::shared_ptr<Scratch> scratch_;
+};
+
+}  // namespace nucleus

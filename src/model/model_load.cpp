@@ -1,0 +1,125 @@
+// Binding GGUF tensors to the model's weights, with every shape and type checked.
+#include <string>
+
+#include "core/error.h"
+#include "kernels/quantize.h"
+#include "model/model.h"
+
+namespace nucleus {
+
+namespace {
+
+bool matmul_supports(GgmlType type) {
+  return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::Q8_0 ||
+         type == GgmlType::Q4_0;
+}
+
+class TensorBinder {
+ public:
+  explicit TensorBinder(const GgufFile& file) : file_(file) {}
+
+  const TensorInfo* find(const std::string& name) const { return file_.find_tensor(name); }
+
+  const TensorInfo& require(const std::string& name, std::vector<int64_t> shape) const {
+    const TensorInfo* t = file_.find_tensor(name);
+    if (!t) throw Error(file_.path() + ": missing tensor '" + name + "'");
+    bool ok = t->n_dims == static_cast<int>(shape.size());
+    for (size_t i = 0; ok && i < shape.size(); ++i) ok = t->ne[i] == shape[i];
+    if (!ok) {
+      std::string want = "[";
+      for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      throw Error(file_.path() + ": tensor '" + name + "' has shape " + t->shape_string() + ", expected " + want + "]");
+    }
+    return *t;
+  }
+
+  // A matrix stored with ne = [n_cols, n_rows].
+  WeightMatrix matrix(const std::string& name, int64_t n_cols, int64_t n_rows) const {
+    const TensorInfo& t = require(name, {n_cols, n_rows});
+    return to_matrix(t);
+  }
+
+  WeightMatrix to_matrix(const TensorInfo& t) const {
+    if (!matmul_supports(t.type))
+      throw Error(file_.path() + ": tensor '" + t.name + "' has type " + ggml_type_name(t.type) +
+                  ", which this build cannot multiply yet");
+    WeightMatrix w;
+    w.type = t.type;
+    w.data = t.data;
+    w.n_cols = t.ne[0];
+    w.n_rows = t.ne[1];
+    w.row_bytes = ggml_row_size(t.type, t.ne[0]);
+    return w;
+  }
+
+  // A small vector (norm weight, bias) copied to f32.
+  std::vector<float> vector(const std::string& name, int64_t n) const {
+    const TensorInfo& t = require(name, {n});
+    if (!matmul_supports(t.type)) throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " + ggml_type_name(t.type));
+    std::vector<float> v(static_cast<size_t>(n));
+    dequantize_row(t.type, t.data, v.data(), n);
+    return v;
+  }
+
+ private:
+  const GgufFile& file_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
+  auto model = std::unique_ptr<Model>(new Model());
+  model->hparams_ = HParams::from_gguf(*file);
+  HParams& hp = model->hparams_;
+  TensorBinder bind(*file);
+
+  const TensorInfo* embd = bind.find("token_embd.weight");
+  if (!embd) throw Error(file->path() + ": missing tensor 'token_embd.weight'");
+  if (embd->n_dims != 2 || embd->ne[0] != hp.n_embd)
+    throw Error(file->path() + ": tensor 'token_embd.weight' has shape " + embd->shape_string() + ", expected [" +
+                std::to_string(hp.n_embd) + ", n_vocab]");
+  hp.n_vocab = embd->ne[1];
+  ModelWeights& w = model->weights_;
+  w.token_embd = bind.to_matrix(*embd);
+
+  const int64_t kv_dim = hp.kv_dim();
+  w.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    L.attn_norm = bind.vector(p + "attn_norm.weight", hp.n_embd);
+    L.wq = bind.matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd);
+    L.wk = bind.matrix(p + "attn_k.weight", hp.n_embd, kv_dim);
+    L.wv = bind.matrix(p + "attn_v.weight", hp.n_embd, kv_dim);
+    L.wo = bind.matrix(p + "attn_output.weight", hp.n_embd, hp.n_embd);
+    if (hp.arch == Architecture::Qwen2 || bind.find(p + "attn_q.bias")) {
+      L.bq = bind.vector(p + "attn_q.bias", hp.n_embd);
+      L.bk = bind.vector(p + "attn_k.bias", kv_dim);
+      L.bv = bind.vector(p + "attn_v.bias", kv_dim);
+    }
+    L.ffn_norm = bind.vector(p + "ffn_norm.weight", hp.n_embd);
+    L.w_gate = bind.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff);
+    L.w_up = bind.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff);
+    L.w_down = bind.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd);
+  }
+  w.output_norm = bind.vector("output_norm.weight", hp.n_embd);
+  if (bind.find("output.weight")) {
+    w.output = bind.matrix("output.weight", hp.n_embd, hp.n_vocab);
+  } else {
+    w.output = w.token_embd;
+    w.tied_output = true;
+  }
+  model->file_ = std::move(file);
+  model->kernels_ = &select_dot_kernels();
+  return model;
+}
+
+size_t Model::weight_bytes() const {
+  auto bytes = [](const WeightMatrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); };
+  size_t total = bytes(weights_.output);
+  for (const LayerWeights& L : weights_.layers)
+    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) + bytes(L.w_down);
+  return total;
+}
+
+}  // namespace nucleus

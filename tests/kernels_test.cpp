@@ -1,0 +1,184 @@
+// Kernels: every SIMD dot product against the scalar reference on random data (odd sizes
+// included), half-precision conversions, and quantizers byte-identical to llama.cpp's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/fp16.h"
+#include "io/gguf.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/quantize.h"
+#include "test_helpers.h"
+
+namespace nucleus {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(HalfPrecision, F16RoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(f32_to_f16(f), h) << std::hex << h;
+  }
+}
+
+TEST(HalfPrecision, F16RoundsToNearestEven) {
+  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 1.0f / 2048.0f)), 1.0f);               // tie → even (down)
+  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 3.0f / 2048.0f)), 1.0f + 2.0f / 1024.0f);  // tie → even (up)
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                                      // overflow → inf
+  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));                          // smallest subnormal
+}
+
+TEST(HalfPrecision, Bf16RoundTrip) {
+  for (uint32_t h = 0; h < 0x10000; h += 7) {
+    const float f = bf16_to_f32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(f32_to_bf16(f), h);
+  }
+}
+
+class SimdDot : public testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  }
+};
+
+TEST_P(SimdDot, FloatFormatsMatchScalar) {
+  const DotKernels& simd = dot_kernels_for(GetParam());
+  const DotKernels& ref = scalar_dot_kernels();
+  for (int64_t n : {1, 3, 7, 8, 15, 16, 17, 31, 64, 100, 257, 1000}) {
+    auto w = random_vector(static_cast<size_t>(n), 1 + static_cast<uint32_t>(n));
+    auto x = random_vector(static_cast<size_t>(n), 1000 + static_cast<uint32_t>(n));
+    std::vector<uint16_t> w16(w.size()), wb16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      w16[i] = f32_to_f16(w[i]);
+      wb16[i] = f32_to_bf16(w[i]);
+    }
+    const float tol = 1e-4f * static_cast<float>(n);
+    EXPECT_NEAR(simd.dot_f32(w.data(), x.data(), n), ref.dot_f32(w.data(), x.data(), n), tol) << n;
+    EXPECT_NEAR(simd.dot_f16_f32(w16.data(), x.data(), n), ref.dot_f16_f32(w16.data(), x.data(), n), tol) << n;
+    EXPECT_NEAR(simd.dot_bf16_f32(wb16.data(), x.data(), n), ref.dot_bf16_f32(wb16.data(), x.data(), n), tol) << n;
+  }
+}
+
+TEST_P(SimdDot, IntegerFormatsMatchScalar) {
+  const DotKernels& simd = dot_kernels_for(GetParam());
+  const DotKernels& ref = scalar_dot_kernels();
+  for (int64_t n_blocks : {1, 2, 3, 5, 8, 33}) {
+    const int64_t n = n_blocks * 32;
+    auto w = random_vector(static_cast<size_t>(n), 7 + static_cast<uint32_t>(n));
+    auto x = random_vector(static_cast<size_t>(n), 70 + static_cast<uint32_t>(n));
+    std::vector<BlockQ8_0> w8(static_cast<size_t>(n_blocks)), x8(static_cast<size_t>(n_blocks));
+    std::vector<BlockQ4_0> w4(static_cast<size_t>(n_blocks));
+    quantize_row_q8_0(w.data(), w8.data(), n);
+    quantize_row_q4_0(w.data(), w4.data(), n);
+    quantize_activations_q8_0(x.data(), x8.data(), n);
+    // The integer sums are exact; only the final float accumulation order may differ.
+    EXPECT_NEAR(simd.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks), ref.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks),
+                1e-4 * n);
+    EXPECT_NEAR(simd.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks), ref.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks),
+                1e-4 * n);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, SimdDot, testing::Values(Isa::Avx2, Isa::Avx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(Quantize, DequantizedValuesAreCloseToTheInput) {
+  auto x = random_vector(256, 3);
+  std::vector<float> back(256);
+  std::vector<BlockQ8_0> q8(8);
+  std::vector<BlockQ4_0> q4(8);
+  quantize_row_q8_0(x.data(), q8.data(), 256);
+  dequantize_row(GgmlType::Q8_0, q8.data(), back.data(), 256);
+  for (size_t i = 0; i < 256; ++i) EXPECT_NEAR(back[i], x[i], 0.03);
+  quantize_row_q4_0(x.data(), q4.data(), 256);
+  dequantize_row(GgmlType::Q4_0, q4.data(), back.data(), 256);
+  for (size_t i = 0; i < 256; ++i) EXPECT_NEAR(back[i], x[i], 0.5);
+}
+
+// llama.cpp quantized llama-spm-f16.gguf into the q8_0 / q4_0 files with --pure: quantizing
+// the same f16 tensors with our reference quantizers must give the very same bytes.
+void expect_quantization_matches(const std::string& quantized_file, GgmlType type) {
+  NUCLEUS_REQUIRE_SHARED();
+  auto source = GgufFile::open(test::shared_path("models/test/llama-spm-f16.gguf"));
+  auto expected = GgufFile::open(test::shared_path("models/test/" + quantized_file));
+  int compared = 0;
+  for (const TensorInfo& t : expected->tensors()) {
+    if (t.type != type) continue;
+    const TensorInfo* src = source->find_tensor(t.name);
+    ASSERT_NE(src, nullptr) << t.name;
+    std::vector<float> f32(static_cast<size_t>(src->n_elements()));
+    dequantize_row(src->type, src->data, f32.data(), src->n_elements());
+    std::vector<uint8_t> bytes(t.nbytes);
+    quantize_row(type, f32.data(), bytes.data(), src->n_elements());
+    EXPECT_EQ(std::memcmp(bytes.data(), t.data, t.nbytes), 0) << t.name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+}
+
+TEST(Quantize, Q8_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("llama-spm-q8_0.gguf", GgmlType::Q8_0); }
+TEST(Quantize, Q4_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("llama-spm-q4_0.gguf", GgmlType::Q4_0); }
+
+TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
+  // Batch invariance at the kernel level: y[t] computed among 7 tokens equals y[t] alone.
+  const int64_t k = 96, m = 40;
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    auto w = random_vector(static_cast<size_t>(k * m), 11);
+    std::vector<uint8_t> stored(ggml_row_size(type, k) * m);
+    for (int64_t r = 0; r < m; ++r) quantize_row(type, w.data() + r * k, stored.data() + r * ggml_row_size(type, k), k);
+    WeightMatrix matrix{type, stored.data(), k, m, ggml_row_size(type, k)};
+    auto x = random_vector(static_cast<size_t>(7 * k), 12);
+    std::vector<float> batched(static_cast<size_t>(7 * m)), alone(static_cast<size_t>(m));
+    MatmulScratch scratch;
+    matmul(select_dot_kernels(), matrix, x.data(), 7, batched.data(), 2, scratch);
+    for (int64_t t = 0; t < 7; ++t) {
+      matmul(select_dot_kernels(), matrix, x.data() + t * k, 1, alone.data(), 1, scratch);
+      EXPECT_EQ(std::memcmp(alone.data(), batched.data() + t * m, static_cast<size_t>(m) * 4), 0) << ggml_type_name(type);
+    }
+  }
+}
+
+TEST(Ops, RopeRotatesPairsInBothLayouts) {
+  std::vector<float> x = {1, 0, 0, 1};
+  rope(x.data(), 4, 0, 10000.0f, false);
+  EXPECT_EQ(x, (std::vector<float>{1, 0, 0, 1}));  // position 0 is the identity
+  std::vector<float> normal = {1, 0, 1, 0};
+  rope(normal.data(), 4, 1, 10000.0f, false);  // pair (0,1) angle 1; pair (2,3) angle 0.01
+  EXPECT_NEAR(normal[0], std::cos(1.0f), 1e-6);
+  EXPECT_NEAR(normal[1], std::sin(1.0f), 1e-6);
+  EXPECT_NEAR(normal[2], std::cos(0.01f), 1e-6);
+  std::vector<float> neox = {1, 1, 0, 0};
+  rope(neox.data(), 4, 1, 10000.0f, true);  // pairs (0,2) and (1,3)
+  EXPECT_NEAR(neox[0], std::cos(1.0f), 1e-6);
+  EXPECT_NEAR(neox[2], std::sin(1.0f), 1e-6);
+  EXPECT_NEAR(neox[3], std::sin(0.01f), 1e-6);
+}
+
+TEST(Ops, RmsNormAndSoftmax) {
+  std::vector<float> x = {3, 4}, w = {1, 2}, out(2);
+  rms_norm(x.data(), w.data(), out.data(), 2, 0.0f);
+  const float rms = std::sqrt(12.5f);
+  EXPECT_NEAR(out[0], 3 / rms, 1e-6);
+  EXPECT_NEAR(out[1], 8 / rms, 1e-6);
+  std::vector<float> s = {0, std::log(3.0f)};
+  softmax(s.data(), 2);
+  EXPECT_NEAR(s[0], 0.25, 1e-6);
+  EXPECT_NEAR(s[1], 0.75, 1e-6);
+}
+
+}  // namespace
+}  // namespace nucleus

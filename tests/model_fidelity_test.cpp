@@ -1,0 +1,86 @@
+// Fidelity against llama.cpp: teacher-forced logits for every shared model and reference
+// case, on every kernel table this CPU supports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "engine/sequence_runner.h"
+#include "io/gguf.h"
+#include "model/model.h"
+#include "test_helpers.h"
+
+namespace nucleus {
+namespace {
+
+struct FidelityCase {
+  std::string model;      // file under models/
+  std::string reference;  // file under reference/
+  double tolerance;       // max |logit difference| against the reference top-8
+};
+
+std::string case_name(const testing::TestParamInfo<std::tuple<FidelityCase, Isa>>& info) {
+  std::string name = std::get<0>(info.param).reference + "_" + isa_name(std::get<1>(info.param));
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+class Fidelity : public testing::TestWithParam<std::tuple<FidelityCase, Isa>> {};
+
+TEST_P(Fidelity, TeacherForcedLogitsMatchLlamaCpp) {
+  NUCLEUS_REQUIRE_SHARED();
+  const auto& [c, isa] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
+  auto model = Model::load(GgufFile::open(test::shared_path("models/" + c.model)));
+  model->set_kernels(dot_kernels_for(isa));
+  const auto reference = nlohmann::json::parse(test::read_file(test::shared_path("reference/" + c.reference)));
+  const int64_t n_vocab = model->hparams().n_vocab;
+  int checked_logits = 0, checked_argmax = 0;
+  double worst = 0.0;
+  for (const auto& rc : reference["cases"]) {
+    std::vector<int32_t> tokens = rc["prompt_tokens"].get<std::vector<int32_t>>();
+    const size_t n_prompt = tokens.size();
+    for (const auto& step : rc["steps"]) tokens.push_back(step["token"].get<int32_t>());
+    SequenceRunner runner(*model, static_cast<int64_t>(tokens.size()), 2);
+    const std::vector<float>& logits = runner.feed(tokens, /*all_logits=*/true);
+    for (size_t s = 0; s < rc["steps"].size(); ++s) {
+      const auto& step = rc["steps"][s];
+      const float* row = logits.data() + (n_prompt - 1 + s) * static_cast<size_t>(n_vocab);
+      for (const auto& entry : step["top"]) {
+        const double diff = std::fabs(row[entry[0].get<int>()] - entry[1].get<double>());
+        worst = std::max(worst, diff);
+        EXPECT_LE(diff, c.tolerance) << rc["prompt"] << " step " << s << " token " << entry[0];
+        ++checked_logits;
+      }
+      const double margin = step["top"][0][1].get<double>() - step["top"][1][1].get<double>();
+      if (margin > 2 * c.tolerance) {
+        int32_t best = 0;
+        for (int32_t i = 1; i < n_vocab; ++i)
+          if (row[i] > row[best]) best = i;
+        EXPECT_EQ(best, step["token"].get<int32_t>()) << rc["prompt"] << " step " << s;
+        ++checked_argmax;
+      }
+    }
+  }
+  EXPECT_GT(checked_logits, 100);
+  EXPECT_GT(checked_argmax, 0);
+  RecordProperty("worst_logit_difference", std::to_string(worst));
+}
+
+const FidelityCase kCases[] = {
+    {"stories260K.gguf", "stories260K.json", 1e-4},
+    {"test/llama-spm-f32.gguf", "llama-spm-f32.json", 1e-4},
+    {"test/llama-spm-f16.gguf", "llama-spm-f16.json", 2e-2},
+    {"test/llama-spm-q8_0.gguf", "llama-spm-q8_0.json", 2e-2},
+    {"test/llama-spm-q4_0.gguf", "llama-spm-q4_0.json", 2e-2},
+    {"test/qwen2-f16.gguf", "qwen2-f16.json", 2e-2},
+    {"test/llama3-f16.gguf", "llama3-f16.json", 2e-2},
+};
+
+INSTANTIATE_TEST_SUITE_P(AllModels, Fidelity,
+                         testing::Combine(testing::ValuesIn(kCases), testing::Values(Isa::Scalar, Isa::Avx2)),
+                         case_name);
+
+}  // namespace
+}  // namespace nucleus
