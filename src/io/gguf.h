@@ -77,6 +77,7 @@ class GgufFile {
   uint32_t version() const { return version_; }
   size_t alignment() const { return alignment_; }
   size_t file_size() const { return size_; }
+  size_t data_offset() const { return data_offset_; }  // where the data section starts in the file
 
   const std::vector<std::pair<std::string, MetaValue>>& metadata() const { return metadata_; }
   const MetaValue* find(const std::string& key) const;
@@ -104,6 +105,7 @@ class GgufFile {
   size_t size_ = 0;
   uint32_t version_ = 0;
   size_t alignment_ = 32;
+  size_t data_offset_ = 0;
   std::vector<std::pair<std::string, MetaValue>> metadata_;
   std::map<std::string, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;

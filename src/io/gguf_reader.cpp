@@ -283,6 +283,7 @@ void GgufFile::parse(const uint8_t* data, size_t size) {
   size_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
   if (!tensors_.empty() && data_start > size) c.fail("truncated file: data section is missing");
   const size_t data_size = data_start <= size ? size - data_start : 0;
+  data_offset_ = data_start;
   for (TensorInfo& t : tensors_) {
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
       c.fail("tensor '" + t.name + "' data (" + std::to_string(t.nbytes) + " bytes at offset " + std::to_string(t.offset) +
