@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
+#include "kernels/quantize_k.h"
 #include "test_helpers.h"
 
 namespace nucleus {
@@ -85,16 +86,58 @@ TEST_P(SimdDot, IntegerFormatsMatchScalar) {
     quantize_row_q8_0(w.data(), w8.data(), n);
     quantize_row_q4_0(w.data(), w4.data(), n);
     quantize_activations_q8_0(x.data(), x8.data(), n);
-    // The integer sums are exact; only the final float accumulation order may differ.
-    EXPECT_NEAR(simd.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks), ref.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks),
-                1e-4 * n);
-    EXPECT_NEAR(simd.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks), ref.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks),
-                1e-4 * n);
+    // Exact integer sums and the same lane-wise float steps: bit-identical to the reference.
+    EXPECT_EQ(simd.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks), ref.dot_q8_0_q8_0(w8.data(), x8.data(), n_blocks));
+    EXPECT_EQ(simd.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks), ref.dot_q4_0_q8_0(w4.data(), x8.data(), n_blocks));
+  }
+}
+
+TEST_P(SimdDot, KQuantFormatsMatchScalar) {
+  const DotKernels& simd = dot_kernels_for(GetParam());
+  const DotKernels& ref = scalar_dot_kernels();
+  for (int64_t n_blocks : {1, 2, 3, 7}) {
+    const int64_t n = n_blocks * kQK_K;
+    auto w = random_vector(static_cast<size_t>(n), 17 + static_cast<uint32_t>(n));
+    auto x = random_vector(static_cast<size_t>(n), 170 + static_cast<uint32_t>(n));
+    std::vector<BlockQ4_K> w4(static_cast<size_t>(n_blocks));
+    std::vector<BlockQ5_K> w5(static_cast<size_t>(n_blocks));
+    std::vector<BlockQ6_K> w6(static_cast<size_t>(n_blocks));
+    std::vector<BlockQ8_K> x8(static_cast<size_t>(n_blocks));
+    quantize_row_q4_K(w.data(), w4.data(), n);
+    quantize_row_q5_K(w.data(), w5.data(), n);
+    quantize_row_q6_K(w.data(), w6.data(), n);
+    quantize_activations_q8_K(x.data(), x8.data(), n);
+    // Exact integer sums and the same float steps per block: bit-identical to the reference.
+    EXPECT_EQ(simd.dot_q4_K_q8_K(w4.data(), x8.data(), n_blocks), ref.dot_q4_K_q8_K(w4.data(), x8.data(), n_blocks));
+    EXPECT_EQ(simd.dot_q5_K_q8_K(w5.data(), x8.data(), n_blocks), ref.dot_q5_K_q8_K(w5.data(), x8.data(), n_blocks));
+    EXPECT_EQ(simd.dot_q6_K_q8_K(w6.data(), x8.data(), n_blocks), ref.dot_q6_K_q8_K(w6.data(), x8.data(), n_blocks));
+    // And the quantized dot approximates the float dot.
+    std::vector<float> wd(static_cast<size_t>(n));
+    double exact = 0;
+    dequantize_row(GgmlType::Q6_K, w6.data(), wd.data(), n);
+    for (int64_t i = 0; i < n; ++i) exact += static_cast<double>(wd[i]) * x[i];
+    EXPECT_NEAR(ref.dot_q6_K_q8_K(w6.data(), x8.data(), n_blocks), exact, 0.02 * std::sqrt(static_cast<double>(n)));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, SimdDot, testing::Values(Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(Quantize, KQuantsRoundTripWithinTheirResolution) {
+  auto x = random_vector(4 * kQK_K, 5);
+  std::vector<float> back(x.size());
+  std::vector<uint8_t> buffer(ggml_row_size(GgmlType::Q6_K, static_cast<int64_t>(x.size())));  // the largest of the three
+  // Max error relative to the block's range: 4 bits ≈ 1/15, 5 bits ≈ 1/31, 6 bits ≈ 1/63 (+ scale rounding).
+  const std::pair<GgmlType, double> cases[] = {{GgmlType::Q4_K, 0.45}, {GgmlType::Q5_K, 0.25}, {GgmlType::Q6_K, 0.12}};
+  for (const auto& [type, tolerance] : cases) {
+    quantize_row(type, x.data(), buffer.data(), static_cast<int64_t>(x.size()));
+    dequantize_row(type, buffer.data(), back.data(), static_cast<int64_t>(x.size()));
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(back[i] - x[i])));
+    EXPECT_LT(worst, tolerance) << ggml_type_name(type);
+    EXPECT_GT(worst, 0.0) << ggml_type_name(type);
+  }
+}
 
 TEST(Quantize, DequantizedValuesAreCloseToTheInput) {
   auto x = random_vector(256, 3);
@@ -135,8 +178,9 @@ TEST(Quantize, Q4_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("lla
 
 TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
   // Batch invariance at the kernel level: y[t] computed among 7 tokens equals y[t] alone.
-  const int64_t k = 96, m = 40;
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  const int64_t k = 256, m = 40;
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                        GgmlType::Q5_K, GgmlType::Q6_K}) {
     auto w = random_vector(static_cast<size_t>(k * m), 11);
     std::vector<uint8_t> stored(ggml_row_size(type, k) * m);
     for (int64_t r = 0; r < m; ++r) quantize_row(type, w.data() + r * k, stored.data() + r * ggml_row_size(type, k), k);

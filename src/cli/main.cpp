@@ -28,13 +28,10 @@ int main(int argc, char** argv) {
   using namespace nucleus::cli;
   CLI::App app{"nucleus: an LLM inference engine"};
   app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, Runner>> commands;
-  auto track = [&](Runner runner) { commands.emplace_back(app.get_subcommands().back(), std::move(runner)); };
-  track(add_generate_command(app));
-  track(add_logits_command(app));
-  track(add_tokenize_command(app));
-  track(add_inspect_command(app));
-  track(add_convert_command(app));
+  // Each add_* registers one subcommand; runners[i] belongs to the i-th registered subcommand.
+  std::vector<Runner> runners = {add_generate_command(app), add_logits_command(app), add_tokenize_command(app),
+                                 add_inspect_command(app), add_convert_command(app)};
+  const std::vector<CLI::App*> subcommands = app.get_subcommands([](CLI::App*) { return true; });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -43,8 +40,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (auto& [command, runner] : commands)
-      if (command->parsed()) return runner();
+    for (size_t i = 0; i < subcommands.size() && i < runners.size(); ++i)
+      if (subcommands[i]->parsed()) return runners[i]();
   } catch (const nucleus::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

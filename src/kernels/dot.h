@@ -22,6 +22,10 @@ struct DotKernels {
   // Integer formats: the activation row is pre-quantized to Q8_0 blocks; n_blocks of 32.
   float (*dot_q8_0_q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks);
   float (*dot_q4_0_q8_0)(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks);
+  // K-quants against Q8_K activations; n_blocks of 256.
+  float (*dot_q4_K_q8_K)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
+  float (*dot_q5_K_q8_K)(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks);
+  float (*dot_q6_K_q8_K)(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks);
 };
 
 const DotKernels& scalar_dot_kernels();

@@ -99,10 +99,115 @@ NUCLEUS_AVX2 float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t
   return horizontal_sum(acc);
 }
 
+int32_t mins_dot_bsums(const uint8_t* mins, const int16_t* bsums) {
+  int32_t sum = 0;
+  for (int j = 0; j < 8; ++j) sum += mins[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+  return sum;
+}
+
+NUCLEUS_AVX2 inline int32_t horizontal_sum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Σ over one 64-value chunk: scale_a · (lo · x[0..31]) + scale_b · (hi · x[32..63]), unsigned q.
+NUCLEUS_AVX2 inline __m256i chunk_dot(__m256i lo, __m256i hi, const int8_t* xq, uint8_t scale_a, uint8_t scale_b) {
+  const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+  const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
+  return _mm256_add_epi32(_mm256_madd_epi16(p0, _mm256_set1_epi16(scale_a)), _mm256_madd_epi16(p1, _mm256_set1_epi16(scale_b)));
+}
+
+// The integer sums are exact, so these equal the scalar reference up to the float steps,
+// which follow the same per-block order.
+NUCLEUS_AVX2 float dot_q4_K_q8_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
+    __m256i acc = _mm256_setzero_si256();
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * chunk));
+      const __m256i lo = _mm256_and_si256(q, mask);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+      acc = _mm256_add_epi32(acc, chunk_dot(lo, hi, x[b].qs + 64 * chunk, sc[2 * chunk], sc[2 * chunk + 1]));
+    }
+    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
+    sum += d * static_cast<float>(horizontal_sum_i32(acc)) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
+  }
+  return sum;
+}
+
+NUCLEUS_AVX2 float dot_q5_K_q8_K(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  const __m256i one = _mm256_set1_epi8(1);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
+    __m256i acc = _mm256_setzero_si256();
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * chunk));
+      // Bit (2·chunk) of qh[l] is the fifth bit of the low-nibble value, bit (2·chunk+1) of the high one.
+      const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * chunk), one);
+      const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * chunk + 1), one);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, mask), _mm256_slli_epi16(h_lo, 4));
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), _mm256_slli_epi16(h_hi, 4));
+      acc = _mm256_add_epi32(acc, chunk_dot(lo, hi, x[b].qs + 64 * chunk, sc[2 * chunk], sc[2 * chunk + 1]));
+    }
+    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
+    sum += d * static_cast<float>(horizontal_sum_i32(acc)) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
+  }
+  return sum;
+}
+
+// One 32-value run of Q6_K: q unsigned [0, 63] covering two 16-value groups with scales a, b.
+NUCLEUS_AVX2 inline __m256i q6_run(__m256i q, const int8_t* xq, int8_t scale_a, int8_t scale_b) {
+  const __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+  const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scale_b), _mm_set1_epi16(scale_a));
+  return _mm256_madd_epi16(p, scales);
+}
+
+NUCLEUS_AVX2 float dot_q6_K_q8_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const __m256i mask4 = _mm256_set1_epi8(0x0f);
+  const __m256i mask2 = _mm256_set1_epi8(0x03);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int8_t* sc = w[b].scales;
+    __m256i acc = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * half));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * half + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
+      auto high = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), mask2), 4); };
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql0, mask4), high(0));
+      const __m256i q2 = _mm256_or_si256(_mm256_and_si256(ql1, mask4), high(2));
+      const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4), high(4));
+      const __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4), high(6));
+      const int8_t* xq = x[b].qs + 128 * half;
+      const int8_t* s = sc + 8 * half;
+      acc = _mm256_add_epi32(acc, q6_run(q1, xq, s[0], s[1]));
+      acc = _mm256_add_epi32(acc, q6_run(q2, xq + 32, s[2], s[3]));
+      acc = _mm256_add_epi32(acc, q6_run(q3, xq + 64, s[4], s[5]));
+      acc = _mm256_add_epi32(acc, q6_run(q4, xq + 96, s[6], s[7]));
+    }
+    // q was used unsigned; subtract 32 · Σ_g scale_g · (Σ of x in group g).
+    int32_t offset = 0;
+    for (int g = 0; g < 16; ++g) offset += sc[g] * x[b].bsums[g];
+    const int32_t sumi = horizontal_sum_i32(acc) - 32 * offset;
+    sum += x[b].d * f16_to_f32(w[b].d) * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 }  // namespace
 
 const DotKernels& avx2_dot_kernels() {
-  static const DotKernels table{Isa::Avx2, dot_f32, dot_f16_f32, dot_bf16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0};
+  static const DotKernels table{Isa::Avx2,    dot_f32,       dot_f16_f32,   dot_bf16_f32, dot_q8_0_q8_0,
+                                dot_q4_0_q8_0, dot_q4_K_q8_K, dot_q5_K_q8_K, dot_q6_K_q8_K};
   return table;
 }
 

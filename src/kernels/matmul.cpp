@@ -4,47 +4,89 @@
 
 #include "core/error.h"
 #include "kernels/quantize.h"
+#include "kernels/quantize_k.h"
 
 namespace nucleus {
 
-bool uses_q8_0_activations(GgmlType type) { return type == GgmlType::Q8_0 || type == GgmlType::Q4_0; }
+namespace {
+constexpr int64_t kMinParallelWork = 1 << 18;  // multiply-adds below which one thread is faster
+}  // namespace
+
+ActivationFormat activation_format(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: return ActivationFormat::Q8_0;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return ActivationFormat::Q8_K;
+    default: return ActivationFormat::F32;
+  }
+}
+
+bool matmul_supports(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0: case GgmlType::Q4_0:
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K: return true;
+    default: return false;
+  }
+}
 
 void matrix_row_to_f32(const WeightMatrix& w, int64_t r, float* dst) { dequantize_row(w.type, w.row(r), dst, w.n_cols); }
+
+float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& x, int64_t t) {
+  const uint8_t* row = w.row(r);
+  const int64_t k = w.n_cols;
+  switch (w.type) {
+    case GgmlType::F32: return kernels.dot_f32(reinterpret_cast<const float*>(row), x.f32 + t * k, k);
+    case GgmlType::F16: return kernels.dot_f16_f32(reinterpret_cast<const uint16_t*>(row), x.f32 + t * k, k);
+    case GgmlType::BF16: return kernels.dot_bf16_f32(reinterpret_cast<const uint16_t*>(row), x.f32 + t * k, k);
+    case GgmlType::Q8_0:
+      return kernels.dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(row), x.q8_0 + t * (k / kQK8_0), k / kQK8_0);
+    case GgmlType::Q4_0:
+      return kernels.dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(row), x.q8_0 + t * (k / kQK8_0), k / kQK8_0);
+    case GgmlType::Q4_K:
+      return kernels.dot_q4_K_q8_K(reinterpret_cast<const BlockQ4_K*>(row), x.q8_K + t * (k / kQK_K), k / kQK_K);
+    case GgmlType::Q5_K:
+      return kernels.dot_q5_K_q8_K(reinterpret_cast<const BlockQ5_K*>(row), x.q8_K + t * (k / kQK_K), k / kQK_K);
+    case GgmlType::Q6_K:
+      return kernels.dot_q6_K_q8_K(reinterpret_cast<const BlockQ6_K*>(row), x.q8_K + t * (k / kQK_K), k / kQK_K);
+    default: throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
+  }
+}
+
+MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch) {
+  MatmulActivations a;
+  a.f32 = x;
+  switch (activation_format(type)) {
+    case ActivationFormat::Q8_0: {
+      scratch.q8_0.resize(static_cast<size_t>(n_tokens * (k / kQK8_0)));
+      for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_0(x + t * k, scratch.q8_0.data() + t * (k / kQK8_0), k);
+      a.q8_0 = scratch.q8_0.data();
+      break;
+    }
+    case ActivationFormat::Q8_K: {
+      scratch.q8_K.resize(static_cast<size_t>(n_tokens * (k / kQK_K)));
+      for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_K(x + t * k, scratch.q8_K.data() + t * (k / kQK_K), k);
+      a.q8_K = scratch.q8_K.data();
+      break;
+    }
+    case ActivationFormat::F32: break;
+  }
+  return a;
+}
 
 void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             int n_threads, MatmulScratch& scratch) {
   const int64_t k = w.n_cols, m = w.n_rows;
-  const GgmlType type = w.type;
-  if (uses_q8_0_activations(type)) {
-    const int64_t blocks_per_row = k / kQK8_0;
-    scratch.quantized.resize(static_cast<size_t>(n_tokens * blocks_per_row));
-    for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_0(x + t * k, scratch.quantized.data() + t * blocks_per_row, k);
-  }
-  const BlockQ8_0* xq = scratch.quantized.data();
-  const int64_t blocks_per_row = k / kQK8_0;
-
+  if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
+  const MatmulActivations a = prepare_activations(w.type, x, n_tokens, k, scratch);
   // Rows are split across threads; each thread walks its rows and, for each, every token, so a
-  // weight row is loaded once and reused from cache for all tokens of the step.
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int64_t r = 0; r < m; ++r) {
-    const uint8_t* row = w.row(r);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      float v;
-      switch (type) {
-        case GgmlType::F32: v = kernels.dot_f32(reinterpret_cast<const float*>(row), x + t * k, k); break;
-        case GgmlType::F16: v = kernels.dot_f16_f32(reinterpret_cast<const uint16_t*>(row), x + t * k, k); break;
-        case GgmlType::BF16: v = kernels.dot_bf16_f32(reinterpret_cast<const uint16_t*>(row), x + t * k, k); break;
-        case GgmlType::Q8_0:
-          v = kernels.dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(row), xq + t * blocks_per_row, blocks_per_row);
-          break;
-        case GgmlType::Q4_0:
-          v = kernels.dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(row), xq + t * blocks_per_row, blocks_per_row);
-          break;
-        default: v = 0.0f;  // rejected at model load (see Model::load)
-      }
-      y[t * m + r] = v;
-    }
-  }
+  // weight row is loaded once and reused from cache for all tokens of the step. Small products
+  // stay on one thread: waking a team costs more than the work.
+  const bool parallel = n_threads > 1 && m * k * n_tokens >= kMinParallelWork;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t t = 0; t < n_tokens; ++t) y[t * m + r] = dot_row(kernels, w, r, a, t);
 }
 
 }  // namespace nucleus

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "kernels/quantize_k.h"
 
 namespace nucleus {
 
@@ -89,6 +90,9 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case GgmlType::Q4_K: dequantize_row_q4_K(static_cast<const BlockQ4_K*>(src), dst, n); return;
+    case GgmlType::Q5_K: dequantize_row_q5_K(static_cast<const BlockQ5_K*>(src), dst, n); return;
+    case GgmlType::Q6_K: dequantize_row_q6_K(static_cast<const BlockQ6_K*>(src), dst, n); return;
     default: throw Error(std::string("dequantize: unsupported type ") + ggml_type_name(type));
   }
 }
@@ -108,6 +112,9 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
     }
     case GgmlType::Q8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return;
     case GgmlType::Q4_0: quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n); return;
+    case GgmlType::Q4_K: quantize_row_q4_K(src, static_cast<BlockQ4_K*>(dst), n); return;
+    case GgmlType::Q5_K: quantize_row_q5_K(src, static_cast<BlockQ5_K*>(dst), n); return;
+    case GgmlType::Q6_K: quantize_row_q6_K(src, static_cast<BlockQ6_K*>(dst), n); return;
     default: throw Error(std::string("quantize: unsupported type ") + ggml_type_name(type));
   }
 }

@@ -107,7 +107,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
     }
     // Every token attends to positions 0..pos of its own sequence (all written by now).
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic)
+    int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
+    for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * hp.n_head;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic) if (attention_work >= (1 << 16))
     for (int64_t work = 0; work < n * hp.n_head; ++work) {
       const int64_t i = work / hp.n_head, h = work % hp.n_head;
       const int64_t kv_head = h / group;

@@ -9,11 +9,6 @@ namespace nucleus {
 
 namespace {
 
-bool matmul_supports(GgmlType type) {
-  return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::Q8_0 ||
-         type == GgmlType::Q4_0;
-}
-
 class TensorBinder {
  public:
   explicit TensorBinder(const GgufFile& file) : file_(file) {}
@@ -55,7 +50,8 @@ class TensorBinder {
   // A small vector (norm weight, bias) copied to f32.
   std::vector<float> vector(const std::string& name, int64_t n) const {
     const TensorInfo& t = require(name, {n});
-    if (!matmul_supports(t.type)) throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " + ggml_type_name(t.type));
+    if (!matmul_supports(t.type) || t.ne[0] % ggml_block_size(t.type) != 0)
+      throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " + ggml_type_name(t.type));
     std::vector<float> v(static_cast<size_t>(n));
     dequantize_row(t.type, t.data, v.data(), n);
     return v;
