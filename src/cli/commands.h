@@ -22,5 +22,8 @@ Runner add_logits_command(CLI::App& app);
 Runner add_tokenize_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
+Runner add_quantize_command(CLI::App& app);
+Runner add_synth_command(CLI::App& app);
+Runner add_bench_command(CLI::App& app);
 
 }  // namespace nucleus::cli

@@ -121,6 +121,7 @@ class GgufWriter {
   void set_alignment(size_t alignment) { alignment_ = alignment; }
 
   std::vector<uint8_t> to_bytes() const;
+  // Streams the file (header, then each tensor's bytes) without building it in memory.
   void write(const std::string& path) const;  // throws Error on I/O failure
 
  private:

@@ -1,6 +1,8 @@
 // GGUF v3 writer: metadata, tensor infos, aligned data section.
 #include <cstdio>
 #include <cstring>
+#include <tuple>
+#include <algorithm>
 
 #include "core/error.h"
 #include "io/gguf.h"
@@ -88,42 +90,72 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
   tensors_.push_back({name, type, std::move(ne), data, nbytes});
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+namespace {
+// Everything before the data section: header, metadata, tensor infos, padding.
+std::vector<uint8_t> header_bytes(const std::vector<std::pair<std::string, MetaValue>>& metadata,
+                                  const std::vector<std::tuple<std::string, GgmlType, std::vector<int64_t>, size_t>>& tensors,
+                                  size_t alignment) {
   std::vector<uint8_t> out;
   ByteSink s(out);
   s.put<uint32_t>(0x46554747);
   s.put<uint32_t>(3);
-  s.put<uint64_t>(tensors_.size());
-  s.put<uint64_t>(metadata_.size());
-  for (const auto& [key, value] : metadata_) {
+  s.put<uint64_t>(tensors.size());
+  s.put<uint64_t>(metadata.size());
+  for (const auto& [key, value] : metadata) {
     s.put_string(key);
     s.put<uint32_t>(static_cast<uint32_t>(value.type));
     put_value(s, value);
   }
   uint64_t offset = 0;
-  for (const PendingTensor& t : tensors_) {
-    s.put_string(t.name);
-    s.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
-    for (int64_t d : t.ne) s.put<uint64_t>(static_cast<uint64_t>(d));
-    s.put<uint32_t>(static_cast<uint32_t>(t.type));
+  for (const auto& [name, type, ne, nbytes] : tensors) {
+    s.put_string(name);
+    s.put<uint32_t>(static_cast<uint32_t>(ne.size()));
+    for (int64_t d : ne) s.put<uint64_t>(static_cast<uint64_t>(d));
+    s.put<uint32_t>(static_cast<uint32_t>(type));
     s.put<uint64_t>(offset);
-    offset += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
+    offset += (nbytes + alignment - 1) / alignment * alignment;
   }
-  s.pad_to(alignment_);
+  s.pad_to(alignment);
+  return out;
+}
+}  // namespace
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<std::tuple<std::string, GgmlType, std::vector<int64_t>, size_t>> infos;
+  for (const PendingTensor& t : tensors_) infos.emplace_back(t.name, t.type, t.ne, t.nbytes);
+  std::vector<uint8_t> out = header_bytes(metadata_, infos, alignment_);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto* p = static_cast<const uint8_t*>(tensors_[i].data);
     out.insert(out.end(), p, p + tensors_[i].nbytes);
-    if (i + 1 < tensors_.size()) s.pad_to(alignment_);  // the file ends where the last tensor ends
+    // The file ends where the last tensor ends.
+    if (i + 1 < tensors_.size()) out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
   }
   return out;
 }
 
 void GgufWriter::write(const std::string& path) const {
-  std::vector<uint8_t> bytes = to_bytes();
+  std::vector<std::tuple<std::string, GgmlType, std::vector<int64_t>, size_t>> infos;
+  for (const PendingTensor& t : tensors_) infos.emplace_back(t.name, t.type, t.ne, t.nbytes);
+  const std::vector<uint8_t> header = header_bytes(metadata_, infos, alignment_);
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw Error(path + ": cannot open for writing: " + std::strerror(errno));
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const bool ok = written == bytes.size() && std::fclose(f) == 0;
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  size_t position = header.size();
+  static const uint8_t zeros[64] = {};
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    ok = std::fwrite(tensors_[i].data, 1, tensors_[i].nbytes, f) == tensors_[i].nbytes;
+    position += tensors_[i].nbytes;
+    if (i + 1 < tensors_.size()) {
+      const size_t padding = (alignment_ - position % alignment_) % alignment_;
+      for (size_t left = padding; ok && left > 0;) {
+        const size_t n = std::min(left, sizeof zeros);
+        ok = std::fwrite(zeros, 1, n, f) == n;
+        left -= n;
+      }
+      position += padding;
+    }
+  }
+  ok = (std::fclose(f) == 0) && ok;
   if (!ok) throw Error(path + ": write failed");
 }
 

@@ -26,7 +26,15 @@ struct DotKernels {
   float (*dot_q4_K_q8_K)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*dot_q5_K_q8_K)(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*dot_q6_K_q8_K)(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks);
+
+  // Several tokens at once (prefill, batched decode): out[j] = dot(w, x[j]) for j < kDotTokens,
+  // bit-identical to kDotTokens single calls — the weight row is unpacked once and reused.
+  // nullptr where a table has none; matmul then makes the single calls.
+  void (*dot4_f16_f32)(const uint16_t* w, const float* const* x, int64_t n, float* out) = nullptr;
+  void (*dot4_q8_0_q8_0)(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) = nullptr;
+  void (*dot4_q4_0_q8_0)(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) = nullptr;
 };
+constexpr int kDotTokens = 4;
 
 const DotKernels& scalar_dot_kernels();
 const DotKernels& avx2_dot_kernels();  // requires AVX2 + FMA + F16C

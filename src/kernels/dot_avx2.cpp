@@ -203,11 +203,73 @@ NUCLEUS_AVX2 float dot_q6_K_q8_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t
   return sum;
 }
 
+// --- several tokens per weight row (mirror the single-token kernels step for step) ---
+
+NUCLEUS_AVX2 void dot4_f16_f32(const uint16_t* w, const float* const* x, int64_t n, float* out) {
+  __m256 acc0[kDotTokens], acc1[kDotTokens];
+  for (int j = 0; j < kDotTokens; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
+    const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i + 8)));
+    for (int j = 0; j < kDotTokens; ++j) {
+      acc0[j] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[j] + i), acc0[j]);
+      acc1[j] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[j] + i + 8), acc1[j]);
+    }
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
+    for (int j = 0; j < kDotTokens; ++j) acc0[j] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[j] + i), acc0[j]);
+  }
+  for (int j = 0; j < kDotTokens; ++j) {
+    float sum = horizontal_sum(_mm256_add_ps(acc0[j], acc1[j]));
+    for (int64_t t = i; t < n; ++t) sum += f16_to_f32(w[t]) * x[j][t];
+    out[j] = sum;
+  }
+}
+
+NUCLEUS_AVX2 void dot4_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) {
+  __m256 acc[kDotTokens];
+  for (int j = 0; j < kDotTokens; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i abs_w = _mm256_sign_epi8(qw, qw);
+    const float dw = f16_to_f32(w[b].d);
+    for (int j = 0; j < kDotTokens; ++j) {
+      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
+      const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(qx, qw)), _mm256_set1_epi16(1));
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16_to_f32(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
+    }
+  }
+  for (int j = 0; j < kDotTokens; ++j) out[j] = horizontal_sum(acc[j]);
+}
+
+NUCLEUS_AVX2 void dot4_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) {
+  __m256 acc[kDotTokens];
+  for (int j = 0; j < kDotTokens; ++j) acc[j] = _mm256_setzero_ps();
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i eight = _mm256_set1_epi8(8);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    const __m256i nibbles = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(nibbles, low_mask), eight);
+    const __m256i abs_w = _mm256_sign_epi8(qw, qw);
+    const float dw = f16_to_f32(w[b].d);
+    for (int j = 0; j < kDotTokens; ++j) {
+      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
+      const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(qx, qw)), _mm256_set1_epi16(1));
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16_to_f32(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
+    }
+  }
+  for (int j = 0; j < kDotTokens; ++j) out[j] = horizontal_sum(acc[j]);
+}
+
 }  // namespace
 
 const DotKernels& avx2_dot_kernels() {
-  static const DotKernels table{Isa::Avx2,    dot_f32,       dot_f16_f32,   dot_bf16_f32, dot_q8_0_q8_0,
-                                dot_q4_0_q8_0, dot_q4_K_q8_K, dot_q5_K_q8_K, dot_q6_K_q8_K};
+  static const DotKernels table{Isa::Avx2,    dot_f32,       dot_f16_f32,    dot_bf16_f32,   dot_q8_0_q8_0,
+                                dot_q4_0_q8_0, dot_q4_K_q8_K, dot_q5_K_q8_K,  dot_q6_K_q8_K,  dot4_f16_f32,
+                                dot4_q8_0_q8_0, dot4_q4_0_q8_0};
   return table;
 }
 

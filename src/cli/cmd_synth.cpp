@@ -1,0 +1,45 @@
+// nucleus synth -o OUT.gguf --vocab VOCAB.gguf --dim D --layers L --heads H --kv-heads K --ffn F
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/synthetic_model.h"
+
+namespace nucleus::cli {
+
+namespace {
+struct SynthOptions {
+  SyntheticModelSpec spec;
+  std::string output, type = "F16";
+  int n_threads = 0;
+};
+}  // namespace
+
+Runner add_synth_command(CLI::App& app) {
+  auto options = std::make_shared<SynthOptions>();
+  SyntheticModelSpec& spec = options->spec;
+  CLI::App* cmd = app.add_subcommand("synth", "write a model of any shape with random weights and a real tokenizer");
+  cmd->add_option("-o,--output", options->output, "output GGUF")->required();
+  cmd->add_option("--vocab", spec.vocab_path, "GGUF whose tokenizer to use")->required();
+  cmd->add_option("--dim", spec.dim, "model width")->check(CLI::PositiveNumber);
+  cmd->add_option("--layers", spec.layers, "blocks")->check(CLI::PositiveNumber);
+  cmd->add_option("--heads", spec.heads, "query heads")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-heads", spec.kv_heads, "key/value heads")->check(CLI::PositiveNumber);
+  cmd->add_option("--ffn", spec.ffn, "feed-forward width")->check(CLI::PositiveNumber);
+  cmd->add_option("--ctx", spec.context_length, "context length")->check(CLI::PositiveNumber);
+  cmd->add_option("--arch", spec.arch, "llama or qwen2");
+  cmd->add_option("--type", options->type, "weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+  cmd->add_option("--seed", spec.seed, "random seed");
+  cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);
+  return [options] {
+    auto type = ggml_type_from_name(options->type);
+    if (!type) throw Error("synth: unknown --type '" + options->type + "'");
+    options->spec.type = *type;
+    write_synthetic_model(options->spec, options->output, options->n_threads > 0 ? options->n_threads : default_threads());
+    std::fprintf(stderr, "wrote %s\n", options->output.c_str());
+    return 0;
+  };
+}
+
+}  // namespace nucleus::cli

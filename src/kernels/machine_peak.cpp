@@ -1,0 +1,85 @@
+#include "kernels/machine_peak.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace nucleus {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+__attribute__((target("avx2"))) double read_bandwidth(int n_threads) {
+  const size_t n = size_t{1} << 27;  // 128 Mi floats = 512 MiB, far beyond any cache
+  std::vector<float> buffer(n);
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (size_t i = 0; i < n; ++i) buffer[i] = static_cast<float>(i & 7);  // touch pages on the reading thread
+  double best = 0.0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    float total = 0.0f;
+#pragma omp parallel num_threads(n_threads) reduction(+ : total)
+    {
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+#pragma omp for schedule(static)
+      for (size_t i = 0; i < n; i += 32) {
+        acc0 = _mm256_add_ps(acc0, _mm256_load_ps(buffer.data() + i));
+        acc1 = _mm256_add_ps(acc1, _mm256_load_ps(buffer.data() + i + 8));
+        acc2 = _mm256_add_ps(acc2, _mm256_load_ps(buffer.data() + i + 16));
+        acc3 = _mm256_add_ps(acc3, _mm256_load_ps(buffer.data() + i + 24));
+      }
+      float lanes[8];
+      _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+      for (float v : lanes) total += v;
+    }
+    const double s = seconds_since(start);
+    if (total == -1.0f) return 0.0;  // keeps the sum alive
+    best = std::max(best, static_cast<double>(n * sizeof(float)) / s / 1e9);
+  }
+  return best;
+}
+
+__attribute__((target("avx2,fma"))) double fma_throughput(int n_threads) {
+  const int64_t iterations = 20'000'000;
+  double best = 0.0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    float sink = 0.0f;
+#pragma omp parallel num_threads(n_threads) reduction(+ : sink)
+    {
+      // 8 independent chains hide the FMA latency.
+      __m256 a[8];
+      for (int j = 0; j < 8; ++j) a[j] = _mm256_set1_ps(1.0f + 0.001f * j);
+      const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+      for (int64_t i = 0; i < iterations; ++i)
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
+      float lanes[8];
+      __m256 s = a[0];
+      for (int j = 1; j < 8; ++j) s = _mm256_add_ps(s, a[j]);
+      _mm256_storeu_ps(lanes, s);
+      sink += lanes[0];
+    }
+    const double s = seconds_since(start);
+    if (sink == -1.0f) return 0.0;
+    best = std::max(best, static_cast<double>(iterations) * 8 * 8 * 2 * n_threads / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+MachinePeak measure_machine_peak(int n_threads) {
+  MachinePeak peak;
+  peak.read_gb_per_s = read_bandwidth(std::max(1, n_threads));
+  peak.gflop_per_s = fma_throughput(std::max(1, n_threads));
+  return peak;
+}
+
+}  // namespace nucleus

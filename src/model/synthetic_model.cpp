@@ -1,0 +1,110 @@
+#include "model/synthetic_model.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "io/gguf.h"
+#include "kernels/quantize.h"
+
+namespace nucleus {
+
+namespace {
+
+uint64_t hash_name(const std::string& name, uint64_t seed) {
+  uint64_t h = splitmix64(seed);
+  for (unsigned char c : name) h = splitmix64(h ^ c);
+  return h;
+}
+
+// Row r of a tensor: uniform in [−scale, scale], from a counter stream keyed by (tensor, row),
+// so the result does not depend on the thread count.
+void fill_row(float* out, int64_t n, uint64_t tensor_key, int64_t row, float scale) {
+  const uint64_t row_key = splitmix64(tensor_key ^ static_cast<uint64_t>(row));
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(splitmix64(row_key + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    out[i] = static_cast<float>((2.0 * u - 1.0) * scale);
+  }
+}
+
+}  // namespace
+
+void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads) {
+  if (spec.arch != "llama" && spec.arch != "qwen2") throw Error("synth: --arch must be llama or qwen2, not '" + spec.arch + "'");
+  if (spec.dim <= 0 || spec.layers <= 0 || spec.heads <= 0 || spec.kv_heads <= 0 || spec.ffn <= 0 ||
+      spec.dim % spec.heads != 0 || spec.heads % spec.kv_heads != 0 || (spec.dim / spec.heads) % 2 != 0)
+    throw Error("synth: inconsistent shape (dim must divide by heads into an even head size, heads by kv-heads)");
+  const int64_t block = ggml_block_size(spec.type);
+  if (spec.dim % block != 0 || spec.ffn % block != 0)
+    throw Error(std::string("synth: dim and ffn must be multiples of the ") + ggml_type_name(spec.type) + " block size " +
+                std::to_string(block));
+  auto vocab = GgufFile::open(spec.vocab_path);
+  const int64_t n_vocab = static_cast<int64_t>(vocab->get_array("tokenizer.ggml.tokens").array_size());
+  if (n_vocab == 0) throw Error(spec.vocab_path + ": empty vocabulary");
+
+  GgufWriter writer;
+  const std::string p = spec.arch + ".";
+  writer.set("general.architecture", MetaValue::string(spec.arch));
+  writer.set("general.name", MetaValue::string("synthetic-" + spec.arch + "-" + std::to_string(spec.dim) + "x" +
+                                                std::to_string(spec.layers)));
+  writer.set(p + "context_length", MetaValue::u32(static_cast<uint32_t>(spec.context_length)));
+  writer.set(p + "embedding_length", MetaValue::u32(static_cast<uint32_t>(spec.dim)));
+  writer.set(p + "block_count", MetaValue::u32(static_cast<uint32_t>(spec.layers)));
+  writer.set(p + "feed_forward_length", MetaValue::u32(static_cast<uint32_t>(spec.ffn)));
+  writer.set(p + "attention.head_count", MetaValue::u32(static_cast<uint32_t>(spec.heads)));
+  writer.set(p + "attention.head_count_kv", MetaValue::u32(static_cast<uint32_t>(spec.kv_heads)));
+  writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-5f));
+  writer.set(p + "rope.dimension_count", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
+  writer.set(p + "rope.freq_base", MetaValue::f32(spec.arch == "qwen2" ? 1e6f : 10000.0f));
+  for (const auto& [key, value] : vocab->metadata())
+    if (key.rfind("tokenizer.", 0) == 0) writer.set(key, value);
+
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers;
+  auto add = [&](const std::string& name, GgmlType type, int64_t cols, int64_t rows, float scale, float constant) {
+    const size_t row_bytes = ggml_row_size(type, cols);
+    auto data = std::make_unique<std::vector<uint8_t>>(row_bytes * static_cast<size_t>(rows));
+    const uint64_t key = hash_name(name, spec.seed);
+    uint8_t* dst = data->data();
+#pragma omp parallel num_threads(std::max(1, n_threads))
+    {
+      std::vector<float> values(static_cast<size_t>(cols));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        if (scale == 0.0f) std::fill(values.begin(), values.end(), constant);
+        else fill_row(values.data(), cols, key, r, scale);
+        quantize_row(type, values.data(), dst + static_cast<size_t>(r) * row_bytes, cols);
+      }
+    }
+    std::vector<int64_t> ne = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+    writer.add_tensor(name, type, ne, data->data(), data->size());
+    buffers.push_back(std::move(data));
+  };
+  const int64_t kv_dim = spec.dim / spec.heads * spec.kv_heads;
+  // Uniform(−a, a) has variance a²/3: a = √(3/fan_in) keeps activations near unit scale.
+  auto scale_for = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
+  add("token_embd.weight", spec.type, spec.dim, n_vocab, 1.0f, 0.0f);
+  add("output_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+  if (spec.arch == "llama") add("output.weight", spec.type, spec.dim, n_vocab, scale_for(spec.dim), 0.0f);
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+    add(b + "attn_q.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+    add(b + "attn_k.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+    add(b + "attn_v.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+    if (spec.arch == "qwen2") {
+      add(b + "attn_q.bias", GgmlType::F32, spec.dim, 1, 0.02f, 0.0f);
+      add(b + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
+      add(b + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
+    }
+    add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+    add(b + "ffn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+    add(b + "ffn_gate.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
+    add(b + "ffn_up.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
+    add(b + "ffn_down.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f);
+  }
+  writer.write(output_path);
+}
+
+}  // namespace nucleus

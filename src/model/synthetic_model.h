@@ -1,0 +1,23 @@
+// `nucleus synth`: a model of any shape with random weights and a real vocabulary's tokenizer,
+// for benchmarks at real sizes (like vLLM's dummy weights). Deterministic in the seed.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "io/ggml_type.h"
+
+namespace nucleus {
+
+struct SyntheticModelSpec {
+  std::string arch = "llama";  // "llama" or "qwen2" (QKV biases, NEOX rope, tied output)
+  std::string vocab_path;      // GGUF whose tokenizer.* metadata is copied
+  int64_t dim = 256, layers = 2, heads = 8, kv_heads = 8, ffn = 688;
+  int64_t context_length = 2048;
+  GgmlType type = GgmlType::F16;  // matrices; norms and biases stay F32
+  uint64_t seed = 1;
+};
+
+// Writes the model; throws Error for an inconsistent shape or an unreadable vocabulary.
+void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads);
+
+}  // namespace nucleus
