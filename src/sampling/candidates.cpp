@@ -1,8 +1,9 @@
 #include "sampling/candidates.h"
 
-#include <algorithm>
 #include <cmath>
 #include <numeric>
+
+#include "sampling/row_math.h"
 
 namespace nucleus {
 
@@ -21,21 +22,51 @@ void Candidates::truncate(size_t n) {
   if (has_probs) probs.resize(ids.size());
 }
 
-namespace {
-// Reorders the parallel arrays by the index permutation `order` (first `keep` entries).
-void apply_order(Candidates& c, const std::vector<uint32_t>& order, size_t keep) {
-  std::vector<int32_t> ids(keep);
-  std::vector<float> logits(keep), probs;
-  if (c.has_probs) probs.resize(keep);
-  for (size_t i = 0; i < keep; ++i) {
-    ids[i] = c.ids[order[i]];
-    logits[i] = c.logits[order[i]];
-    if (c.has_probs) probs[i] = c.probs[order[i]];
+void Candidates::keep(std::span<const uint32_t> positions, bool result_sorted) {
+  const size_t n = positions.size();
+  scratch.ids.resize(n);
+  scratch.logits.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    scratch.ids[i] = ids[positions[i]];
+    scratch.logits[i] = logits[positions[i]];
   }
-  c.ids = std::move(ids);
-  c.logits = std::move(logits);
-  c.probs = std::move(probs);
+  ids.swap(scratch.ids);
+  logits.swap(scratch.logits);
+  if (has_probs) {
+    scratch.probs.resize(n);
+    for (size_t i = 0; i < n; ++i) scratch.probs[i] = probs[positions[i]];
+    probs.swap(scratch.probs);
+  }
+  sorted = result_sorted;
 }
+
+void Candidates::keep_where(const std::vector<uint8_t>& flags) {
+  // Branch-free compaction: every entry is written, only kept ones advance the output.
+  size_t out = 0;
+  for (size_t i = 0; i < size(); ++i) {
+    ids[out] = ids[i];
+    logits[out] = logits[i];
+    out += flags[i] != 0;
+  }
+  if (has_probs) {
+    size_t out_probs = 0;
+    for (size_t i = 0; i < size(); ++i) {
+      probs[out_probs] = probs[i];
+      out_probs += flags[i] != 0;
+    }
+  }
+  truncate(out);
+}
+
+namespace {
+// The ranking of every stage: higher logit first, then lower id.
+struct RanksBefore {
+  const float* logits;
+  const int32_t* ids;
+  bool operator()(uint32_t a, uint32_t b) const {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && ids[a] < ids[b]);
+  }
+};
 }  // namespace
 
 void Candidates::sort_descending() {
@@ -49,29 +80,41 @@ void Candidates::partial_sort_descending(size_t k) {
     truncate(k);
     return;
   }
-  std::vector<uint32_t> order(size());
-  std::iota(order.begin(), order.end(), 0u);
-  auto before = [this](uint32_t a, uint32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && ids[a] < ids[b]);
-  };
-  if (k < size()) std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), before);
-  else std::sort(order.begin(), order.end(), before);
-  apply_order(*this, order, k);
-  sorted = true;
+  // Selection first (O(n), rank key −logit), then a sort of the k survivors only.
+  std::vector<float>& key = scratch.keys;
+  key.resize(size());
+  for (size_t i = 0; i < size(); ++i) key[i] = -logits[i];
+  std::vector<uint32_t>& order = scratch.order;
+  const PrefixSelection selection = select_count_prefix(key.data(), ids.data(), size(), k, order, scratch.selection);
+  const std::span<uint32_t> kept(order.data(), selection.n_kept);
+  std::sort(kept.begin(), kept.end(), RanksBefore{logits.data(), ids.data()});
+  keep(kept, /*result_sorted=*/true);
+}
+
+float Candidates::max_logit() const { return max_value(logits.data(), size()); }
+
+double Candidates::exp_probs() {
+  const size_t n = size();
+  probs.resize(n);
+  has_probs = true;
+  if (n == 0) return 0.0;
+  const float max = max_logit();
+  if (max == -INFINITY) {  // every candidate banned: fall back to uniform rather than 0/0
+    std::fill(probs.begin(), probs.end(), 1.0f);
+    return static_cast<double>(n);
+  }
+  return exp_shifted(logits.data(), max, probs.data(), n);  // exp(−inf) = 0 for banned tokens
+}
+
+double Candidates::probability_mass() {
+  return has_probs ? blocked_sum(probs.data(), size()) : exp_probs();
 }
 
 void Candidates::softmax() {
-  probs.resize(size());
-  if (size() == 0) return;
-  float max = -INFINITY;
-  for (float l : logits) max = std::max(max, l);
-  double sum = 0.0;
-  for (size_t i = 0; i < size(); ++i) {
-    probs[i] = std::isinf(logits[i]) && logits[i] < 0 ? 0.0f : std::exp(logits[i] - max);
-    sum += probs[i];
-  }
-  for (float& p : probs) p = static_cast<float>(p / sum);
-  has_probs = true;
+  const double sum = exp_probs();
+  if (sum <= 0.0) return;
+  const double inverse = 1.0 / sum;
+  for (float& p : probs) p = static_cast<float>(p * inverse);
 }
 
 }  // namespace nucleus
