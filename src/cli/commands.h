@@ -25,5 +25,6 @@ Runner add_convert_command(CLI::App& app);
 Runner add_quantize_command(CLI::App& app);
 Runner add_synth_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
+Runner add_chat_command(CLI::App& app);
 
 }  // namespace nucleus::cli

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   // Each add_* registers one subcommand; runners[i] belongs to the i-th registered subcommand.
   std::vector<Runner> runners = {add_generate_command(app), add_logits_command(app), add_tokenize_command(app),
                                  add_inspect_command(app), add_convert_command(app),  add_quantize_command(app),
-                                 add_synth_command(app),    add_bench_command(app)};
+                                 add_synth_command(app),    add_bench_command(app),
+                                 add_chat_command(app)};
   const std::vector<CLI::App*> subcommands = app.get_subcommands([](CLI::App*) { return true; });
   try {
     app.parse(argc, argv);

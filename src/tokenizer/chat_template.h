@@ -1,0 +1,112 @@
+// Chat templates: how a conversation of system / user / assistant messages becomes the one prompt text
+// a chat model was trained on.
+//
+// A GGUF file carries its template as Jinja source (tokenizer.chat_template). We do not run Jinja: the
+// source is recognized as one of the common families by distinctive substrings (the way llama.cpp's
+// llm_chat_detect_template works) and rendered by C++ code that produces, byte for byte, what the
+// family's official template renders for these three roles under transformers' Jinja settings
+// (trim_blocks, lstrip_blocks). A template we do not recognize is an Error, never a guess.
+//
+// Families, by the names --chat-template accepts:
+//   chatml             <|im_start|>role\n…<|im_end|>\n                 Qwen 1.5–3, SmolLM, Yi, OpenHermes
+//   llama2             <s>[INST] <<SYS>>\n…\n<</SYS>>\n\n… [/INST] … </s>   Llama 2 chat, CodeLlama instruct
+//   llama3             <|start_header_id|>role<|end_header_id|>\n\n…<|eot_id|>   Llama 3, 3.1, 3.2, 3.3
+//   mistral-v1         <s> [INST] … [/INST] …</s>                      Mistral 7B v0.1/v0.2, Mixtral 8x7B
+//   mistral-v3         <s>[INST] …[/INST] …</s>                        Mistral 7B v0.3, Mixtral 8x22B, Large 2407
+//   mistral-v3-tekken  <s>[INST]…[/INST]…</s>                          Mistral Nemo, Pixtral, Ministral
+//   phi3               <|role|>\n…<|end|>\n                            Phi-3, Phi-3.5
+//   zephyr             <|role|>\n…EOS\n                                Zephyr, StableLM 2 Zephyr
+//   gemma              <bos><start_of_turn>user\n…<end_of_turn>\n      Gemma 1–3 (assistant is "model")
+//   deepseek           ### Instruction:\n…\n### Response:\n…\n<|EOT|>\n   DeepSeek Coder instruct
+//   deepseek2          User: …\n\nAssistant: …EOS                      DeepSeek LLM chat, DeepSeek V2
+//   deepseek3          <｜User｜>…<｜Assistant｜>…<｜end▁of▁sentence｜>   DeepSeek V2.5, V3, R1 distills
+// Each family follows its official template's quirks, e.g. Mistral v3 puts the system message in front
+// of the last user message (so history changes as a conversation grows), Gemma and Mistral v1 fold it
+// into the first user message, Llama 3 and Gemma trim every message.
+//
+// Encoding a rendered prompt (encode_chat_prompt): the text holds special-token text the template wrote
+// ("<|im_start|>", "<|begin_of_text|>"), so it is tokenized with parse_special = true; a BOS id is put in
+// front only when the vocabulary asks for one (add_bos) and the text did not already start with it — the
+// Llama 2/3, Mistral, Gemma and DeepSeek templates write the BOS text themselves — so there is never a
+// double BOS; EOS is never appended (the model is to continue, not to stop).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nucleus {
+
+class GgufFile;
+class Tokenizer;
+
+enum class ChatTemplateKind {
+  chatml,
+  llama2,
+  llama3,
+  mistral_v1,
+  mistral_v3,
+  mistral_v3_tekken,
+  phi3,
+  zephyr,
+  gemma,
+  deepseek,
+  deepseek2,
+  deepseek3,
+};
+
+// role: "system", "user" or "assistant" (anything else is an Error when rendered).
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+// A family plus what its Jinja template takes from the model.
+struct ChatTemplate {
+  ChatTemplateKind kind = ChatTemplateKind::chatml;
+  // What the Jinja source calls bos_token / eos_token: the vocabulary's BOS/EOS texts.
+  std::string bos_token;
+  std::string eos_token;
+  // The system message the official template writes when the conversation does not start with one
+  // (Qwen2's "You are a helpful assistant", DeepSeek Coder's); empty: none.
+  std::string default_system_message;
+};
+
+// "chatml", "llama2", …, "mistral-v3-tekken" (the table above).
+const char* chat_template_name(ChatTemplateKind kind);
+std::optional<ChatTemplateKind> chat_template_from_name(std::string_view name);
+// Every name, comma-separated, for help texts and error messages.
+std::string chat_template_names();
+
+// The family of a Jinja chat template, or nullopt when it is none we render (unknown families and
+// look-alikes such as Phi-4's <|im_sep|> ChatML or Mistral v7's [SYSTEM_PROMPT]). A template that is
+// just a family name ("chatml") is that family.
+std::optional<ChatTemplateKind> detect_chat_template(std::string_view jinja);
+// The system message a ChatML template writes when the conversation has none, read from its source
+// ('<|im_start|>system\nYou are a helpful assistant<|im_end|>\n'); empty when it writes none.
+std::string chatml_default_system_message(std::string_view jinja);
+
+// The family with its usual BOS/EOS texts ("<s>", "</s>", "<bos>", …) and built-in system message.
+ChatTemplate make_chat_template(ChatTemplateKind kind);
+
+// The template for a model: `override_name` when not empty (an unknown name is an Error listing the
+// known ones), else the family of the file's tokenizer.chat_template (a missing or unrecognized template
+// is an Error that names the file and suggests --chat-template). BOS/EOS texts come from the tokenizer.
+ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& tokenizer, const std::string& override_name);
+
+// The prompt text for `messages`; with add_generation_prompt, followed by what opens the assistant's
+// turn (families whose user turn already ends in the assistant's cue, like [/INST], add nothing). Throws
+// Error for a role other than system/user/assistant, and for a system message after the first message
+// in families that can only place one at the start (llama2, mistral-*, gemma).
+std::string render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt);
+inline std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt) {
+  return render_chat(make_chat_template(kind), messages, add_generation_prompt);
+}
+
+// Token ids of a rendered prompt, encoded as the header comment says (parse_special, BOS once, no EOS).
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, std::string_view rendered);
+
+}  // namespace nucleus
