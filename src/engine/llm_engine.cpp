@@ -1,0 +1,179 @@
+#include "engine/llm_engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace nucleus {
+
+int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes) {
+  const int64_t per_block = 2 * hp.n_layer * block_size * hp.kv_dim() * static_cast<int64_t>(sizeof(float));
+  return std::max<int64_t>(1, bytes / per_block);
+}
+
+namespace {
+int64_t resolve_num_blocks(const Model& model, const EngineConfig& config) {
+  if (config.block_size <= 0) throw Error("--block-size must be positive");
+  if (config.num_blocks > 0) return config.num_blocks;
+  return kv_blocks_for_bytes(model.hparams(), config.block_size, config.kv_cache_bytes);
+}
+}  // namespace
+
+LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(config),
+      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.hparams().n_ctx_train)
+                                              : model.hparams().n_ctx_train),
+      kv_(KvCacheShape{model.hparams().n_layer, resolve_num_blocks(model, config), config.block_size, model.hparams().kv_dim()}),
+      pool_(static_cast<int32_t>(kv_.shape().num_blocks), static_cast<int32_t>(config.block_size)),
+      kv_manager_(pool_, config.enable_prefix_caching),
+      scheduler_(SchedulerConfig{config.max_num_batched_tokens, config.max_num_seqs}, kv_manager_),
+      runner_(model, kv_, std::max(1, config.n_threads)) {
+  config_.num_blocks = kv_.shape().num_blocks;
+  if (config.max_num_batched_tokens <= 0 || config.max_num_seqs <= 0)
+    throw Error("--max-num-batched-tokens and --max-num-seqs must be positive");
+}
+
+void LLMEngine::validate_request(const std::vector<int32_t>& prompt, const RequestOptions& options) const {
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt == 0) throw Error("the prompt is empty (no tokens)");
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (int32_t t : prompt)
+    if (t < 0 || t >= n_vocab)
+      throw Error("token id " + std::to_string(t) + " is out of range (vocabulary size " + std::to_string(n_vocab) + ")");
+  if (n_prompt >= max_model_len_)
+    throw Error("the prompt has " + std::to_string(n_prompt) + " tokens but the context length is " +
+                std::to_string(max_model_len_) + " (at least one position must remain for the output)");
+  const int64_t capacity = kv_.capacity_tokens();
+  if (n_prompt >= capacity)
+    throw Error("the prompt has " + std::to_string(n_prompt) + " tokens but the KV cache holds only " +
+                std::to_string(capacity) + " (raise --kv-cache-mem or --num-blocks)");
+  validate_sampling_params(options.sampling);
+  if (options.stop.max_tokens < 0) throw Error("max_tokens must not be negative");
+  if (options.stop.min_tokens < 0) throw Error("min_tokens must not be negative");
+}
+
+int64_t LLMEngine::add_request(std::vector<int32_t> prompt, RequestOptions options, int64_t id) {
+  validate_request(prompt, options);
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  const int64_t capacity = kv_.capacity_tokens();
+  // A request alone must always fit, so preemption can never livelock.
+  options.stop.max_tokens = static_cast<int32_t>(
+      std::min<int64_t>(options.stop.max_tokens, std::min(max_model_len_, capacity) - n_prompt));
+
+  auto request = std::make_unique<Request>();
+  if (id < 0) id = next_id_++;
+  if (requests_.count(id)) throw Error("internal: duplicate request id " + std::to_string(id));
+  request->id = id;
+  request->arrival = next_arrival_++;
+  request->tokens = std::move(prompt);
+  request->num_prompt_tokens = n_prompt;
+  if (tokenizer_) {
+    options.sampling.end_of_generation_ids = options.stop.ignore_eos ? std::vector<int32_t>{} : tokenizer_->end_of_generation_ids();
+    request->detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
+  }
+  options.sampling.min_tokens = std::max(options.sampling.min_tokens, options.stop.min_tokens);
+  request->sampler = std::make_unique<SamplerChain>(options.sampling);
+  request->stop = std::make_unique<StopChecker>(options.stop);
+  request->options = std::move(options);
+  stats_.prompt_tokens += n_prompt;
+  Request* raw = request.get();
+  requests_.emplace(id, std::move(request));
+  if (raw->options.stop.max_tokens == 0) {  // nothing to generate: answer at once
+    RequestOutput out;
+    finish(*raw, FinishReason::length, out);
+    aborted_outputs_.push_back(out);
+    requests_.erase(id);
+    return id;
+  }
+  scheduler_.add(raw);
+  return id;
+}
+
+void LLMEngine::finish(Request& request, FinishReason reason, RequestOutput& output) {
+  scheduler_.remove(&request);
+  output.request_id = request.id;
+  output.finished = true;
+  output.finish_reason = reason;
+  output.num_prompt_tokens = request.num_prompt_tokens;
+  output.num_output_tokens = request.num_output_tokens();
+  output.seed = request.sampler->seed();
+}
+
+void LLMEngine::abort(int64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  RequestOutput out;
+  finish(*it->second, FinishReason::none, out);
+  out.aborted = true;
+  aborted_outputs_.push_back(out);
+  requests_.erase(it);
+}
+
+std::vector<RequestOutput> LLMEngine::step() {
+  std::vector<RequestOutput> outputs = std::move(aborted_outputs_);
+  aborted_outputs_.clear();
+  const SchedulerOutput plan = scheduler_.schedule();
+  stats_.preemptions += plan.num_preempted;
+  stats_.prefix_cached_tokens += plan.num_prefix_cached_tokens;
+  stats_.last_step_requests = static_cast<int64_t>(plan.scheduled.size());
+  stats_.last_step_tokens = plan.num_batched_tokens;
+  if (plan.scheduled.empty()) return outputs;
+  ++stats_.steps;
+  stats_.computed_tokens += plan.num_batched_tokens;
+
+  runner_.run(plan, step_result_);
+  scheduler_.update_after_step(plan);
+
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<int64_t> finished_ids;
+  for (size_t i = 0; i < step_result_.sampling.size(); ++i) {
+    Request& request = *step_result_.sampling[i];
+    const float* row = step_result_.logits.data() + i * static_cast<size_t>(n_vocab);
+    const SamplingContext context{std::span<const int32_t>(request.tokens),
+                                  static_cast<uint64_t>(request.num_output_tokens())};
+    const int32_t token = request.sampler->sample(row, n_vocab, context);
+    request.tokens.push_back(token);
+    ++stats_.generated_tokens;
+
+    RequestOutput out;
+    out.request_id = request.id;
+    out.new_tokens.push_back(token);
+    out.num_prompt_tokens = request.num_prompt_tokens;
+    out.num_output_tokens = request.num_output_tokens();
+    out.seed = request.sampler->seed();
+    if (request.options.return_logits) out.logits.emplace_back(row, row + n_vocab);
+    const bool end_of_generation = tokenizer_ && tokenizer_->is_end_of_generation(token);
+    const std::string text = request.detokenizer ? request.detokenizer->push(token) : std::string();
+    out.text = request.stop->on_token(end_of_generation, text);
+    FinishReason reason = request.stop->finish_reason();
+    if (reason == FinishReason::none && request.num_tokens() >= max_model_len_) {
+      out.text += request.stop->finish(FinishReason::length);
+      reason = FinishReason::length;
+    }
+    if (reason != FinishReason::none) {
+      if (reason == FinishReason::length && request.detokenizer) out.text += request.detokenizer->flush();
+      finish(request, reason, out);
+      finished_ids.push_back(request.id);
+    }
+    outputs.push_back(std::move(out));
+  }
+  for (int64_t id : finished_ids) requests_.erase(id);
+  return outputs;
+}
+
+EngineStats LLMEngine::stats() const {
+  EngineStats s = stats_;
+  s.num_running = static_cast<int64_t>(scheduler_.num_running());
+  s.num_waiting = static_cast<int64_t>(scheduler_.num_waiting());
+  s.kv_blocks_total = pool_.num_blocks();
+  s.kv_blocks_used = pool_.num_used_blocks();
+  s.block_pool = pool_.counters();
+  for (const auto& [id, request] : requests_)
+    if (!request->block_table.empty()) s.kv_tokens_stored += request->num_computed_tokens;
+  return s;
+}
+
+}  // namespace nucleus

@@ -1,0 +1,108 @@
+// The engine API: add requests, step, read outputs, abort. One step = schedule → one forward
+// pass over every scheduled token (prefill chunks and decodes mixed) → sample → stop checks.
+// Not thread-safe: async_engine.h wraps it in a loop thread for concurrent users.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/block_pool.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nucleus {
+
+struct EngineConfig {
+  int64_t num_blocks = 0;         // KV pool size in blocks; 0 → from kv_cache_bytes
+  int64_t kv_cache_bytes = 256ll << 20;
+  int64_t block_size = 16;
+  int64_t max_num_batched_tokens = 512;
+  int64_t max_num_seqs = 64;
+  int64_t max_model_len = 0;      // 0 → the model's training context
+  bool enable_prefix_caching = true;
+  int n_threads = 1;
+};
+
+struct RequestOutput {
+  int64_t request_id = 0;
+  std::vector<int32_t> new_tokens;   // sampled this step (at most one without speculation)
+  std::string text;                  // their text (when the engine has a tokenizer), stop strings held back
+  std::string error;                 // set when the request was refused (finished, nothing generated)
+  std::vector<std::vector<float>> logits;  // per new token, the raw logits row (return_logits)
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::none;
+  bool aborted = false;
+  int64_t num_prompt_tokens = 0;
+  int64_t num_output_tokens = 0;
+  uint64_t seed = 0;
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t num_running = 0, num_waiting = 0;
+  int64_t last_step_requests = 0, last_step_tokens = 0;
+  int64_t kv_blocks_total = 0, kv_blocks_used = 0;
+  int64_t kv_tokens_stored = 0;        // Σ num_computed_tokens of requests holding blocks
+  int64_t preemptions = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t computed_tokens = 0;         // tokens run through the model
+  int64_t prefix_cached_tokens = 0;    // prompt tokens served from the prefix cache
+  BlockPoolCounters block_pool;
+  double kv_usage() const { return kv_blocks_total ? static_cast<double>(kv_blocks_used) / static_cast<double>(kv_blocks_total) : 0.0; }
+  double prefix_hit_rate() const {
+    return block_pool.prefix_queries ? static_cast<double>(block_pool.prefix_hits) / static_cast<double>(block_pool.prefix_queries) : 0.0;
+  }
+};
+
+class LLMEngine {
+ public:
+  // `tokenizer` may be null: then outputs carry ids only and stop strings are not checked.
+  LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfig& config);
+
+  // Throws Error (naming both numbers) when the prompt cannot fit the context or the KV pool.
+  // `id` < 0: the engine picks one; otherwise the caller's (unique) id is used.
+  int64_t add_request(std::vector<int32_t> prompt, RequestOptions options, int64_t id = -1);
+  // The checks of add_request without adding anything. Reads only what is fixed at construction,
+  // so it is safe to call from any thread while another steps the engine.
+  void validate_request(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
+  std::vector<RequestOutput> step();
+  // Removes a request at once and frees its blocks; its final output is returned by the next step().
+  void abort(int64_t request_id);
+  bool has_unfinished() const { return !requests_.empty(); }
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  Model& model() { return model_; }
+  const Tokenizer* tokenizer() const { return tokenizer_; }
+  const BlockPool& block_pool() const { return pool_; }
+
+ private:
+  void finish(Request& request, FinishReason reason, RequestOutput& output);
+
+  Model& model_;
+  const Tokenizer* tokenizer_;
+  EngineConfig config_;
+  int64_t max_model_len_;
+  KvCache kv_;
+  BlockPool pool_;
+  KvCacheManager kv_manager_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
+  std::vector<RequestOutput> aborted_outputs_;
+  int64_t next_id_ = 1;
+  uint64_t next_arrival_ = 0;
+  EngineStats stats_;
+  ModelRunner::StepResult step_result_;
+};
+
+// Blocks for a KV budget in bytes (f32 keys and values of every layer).
+int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes);
+
+}  // namespace nucleus
