@@ -11,6 +11,9 @@ namespace nucleus {
 
 namespace {
 
+// One f16 scale → f32 with the F16C instruction (the portable f16_to_f32 is a slow bit-twiddle).
+NUCLEUS_AVX2 inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
 NUCLEUS_AVX2 inline float horizontal_sum(__m256 v) {
   __m128 lo = _mm256_castps256_ps128(v);
   __m128 hi = _mm256_extractf128_ps(v, 1);
@@ -47,7 +50,7 @@ NUCLEUS_AVX2 float dot_f16_f32(const uint16_t* w, const float* x, int64_t n) {
     acc0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), acc0);
   }
   float sum = horizontal_sum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += f16_to_f32(w[i]) * x[i];
+  for (; i < n; ++i) sum += half(w[i]) * x[i];
   return sum;
 }
 
@@ -77,7 +80,7 @@ NUCLEUS_AVX2 float dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t
   for (int64_t b = 0; b < n_blocks; ++b) {
     const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256 d = _mm256_set1_ps(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
+    const __m256 d = _mm256_set1_ps(half(w[b].d) * half(x[b].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_lanes(qw, qx)), acc);
   }
   return horizontal_sum(acc);
@@ -93,7 +96,7 @@ NUCLEUS_AVX2 float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t
     const __m256i nibbles = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(nibbles, low_mask), eight);
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256 d = _mm256_set1_ps(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
+    const __m256 d = _mm256_set1_ps(half(w[b].d) * half(x[b].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_lanes(qw, qx)), acc);
   }
   return horizontal_sum(acc);
@@ -134,7 +137,7 @@ NUCLEUS_AVX2 float dot_q4_K_q8_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
       acc = _mm256_add_epi32(acc, chunk_dot(lo, hi, x[b].qs + 64 * chunk, sc[2 * chunk], sc[2 * chunk + 1]));
     }
-    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
+    const float d = x[b].d * half(w[b].d), dmin = x[b].d * half(w[b].dmin);
     sum += d * static_cast<float>(horizontal_sum_i32(acc)) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
   }
   return sum;
@@ -158,7 +161,7 @@ NUCLEUS_AVX2 float dot_q5_K_q8_K(const BlockQ5_K* w, const BlockQ8_K* x, int64_t
       const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), _mm256_slli_epi16(h_hi, 4));
       acc = _mm256_add_epi32(acc, chunk_dot(lo, hi, x[b].qs + 64 * chunk, sc[2 * chunk], sc[2 * chunk + 1]));
     }
-    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
+    const float d = x[b].d * half(w[b].d), dmin = x[b].d * half(w[b].dmin);
     sum += d * static_cast<float>(horizontal_sum_i32(acc)) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
   }
   return sum;
@@ -198,7 +201,7 @@ NUCLEUS_AVX2 float dot_q6_K_q8_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t
     int32_t offset = 0;
     for (int g = 0; g < 16; ++g) offset += sc[g] * x[b].bsums[g];
     const int32_t sumi = horizontal_sum_i32(acc) - 32 * offset;
-    sum += x[b].d * f16_to_f32(w[b].d) * static_cast<float>(sumi);
+    sum += x[b].d * half(w[b].d) * static_cast<float>(sumi);
   }
   return sum;
 }
@@ -223,7 +226,7 @@ NUCLEUS_AVX2 void dot4_f16_f32(const uint16_t* w, const float* const* x, int64_t
   }
   for (int j = 0; j < kDotTokens; ++j) {
     float sum = horizontal_sum(_mm256_add_ps(acc0[j], acc1[j]));
-    for (int64_t t = i; t < n; ++t) sum += f16_to_f32(w[t]) * x[j][t];
+    for (int64_t t = i; t < n; ++t) sum += half(w[t]) * x[j][t];
     out[j] = sum;
   }
 }
@@ -234,11 +237,11 @@ NUCLEUS_AVX2 void dot4_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* const* x, 
   for (int64_t b = 0; b < n_blocks; ++b) {
     const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
     const __m256i abs_w = _mm256_sign_epi8(qw, qw);
-    const float dw = f16_to_f32(w[b].d);
+    const float dw = half(w[b].d);
     for (int j = 0; j < kDotTokens; ++j) {
       const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
       const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(qx, qw)), _mm256_set1_epi16(1));
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16_to_f32(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * half(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
     }
   }
   for (int j = 0; j < kDotTokens; ++j) out[j] = horizontal_sum(acc[j]);
@@ -254,11 +257,11 @@ NUCLEUS_AVX2 void dot4_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* const* x, 
     const __m256i nibbles = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(nibbles, low_mask), eight);
     const __m256i abs_w = _mm256_sign_epi8(qw, qw);
-    const float dw = f16_to_f32(w[b].d);
+    const float dw = half(w[b].d);
     for (int j = 0; j < kDotTokens; ++j) {
       const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
       const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(qx, qw)), _mm256_set1_epi16(1));
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16_to_f32(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * half(x[j][b].d)), _mm256_cvtepi32_ps(lanes), acc[j]);
     }
   }
   for (int j = 0; j < kDotTokens; ++j) out[j] = horizontal_sum(acc[j]);
