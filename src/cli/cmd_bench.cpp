@@ -180,9 +180,15 @@ int run_bench(const BenchOptions& options) {
 
 }  // namespace
 
+void add_bench_batch_command(CLI::App& bench, std::function<void(Runner)> set_runner);
+
 Runner add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "prompt-processing and generation throughput (llama-bench style)");
+  // `bench batch ...` replaces the default runner when it is parsed.
+  auto chosen = std::make_shared<Runner>();
+  cmd->require_subcommand(0, 1);
+  add_bench_batch_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_model_flags(*cmd, options->source);
   cmd->add_option("-p,--n-prompt", options->prompts, "prompt sizes, comma-separated (0 = none)");
   cmd->add_option("-n,--n-gen", options->gens, "generation lengths, comma-separated (0 = none)");
@@ -190,7 +196,7 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--repetitions", options->repetitions, "repetitions per test")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "print a JSON array (llama-bench field names plus ours)");
   cmd->add_option("--trace", options->trace_path, "write every forward step (tokens, FLOPs, bytes, seconds) as JSON");
-  return [options] { return run_bench(*options); };
+  return [options, chosen] { return *chosen ? (*chosen)() : run_bench(*options); };
 }
 
 }  // namespace nucleus::cli
