@@ -120,7 +120,7 @@ TEST_P(SimdDot, KQuantFormatsMatchScalar) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, SimdDot, testing::Values(Isa::Avx2),  // add each new SIMD table here
+INSTANTIATE_TEST_SUITE_P(Isas, SimdDot, testing::Values(Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 TEST(Quantize, KQuantsRoundTripWithinTheirResolution) {

@@ -82,7 +82,7 @@ const FidelityCase kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(AllModels, Fidelity,
-                         testing::Combine(testing::ValuesIn(kCases), testing::Values(Isa::Scalar, Isa::Avx2)),
+                         testing::Combine(testing::ValuesIn(kCases), testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512)),
                          case_name);
 
 }  // namespace

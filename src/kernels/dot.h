@@ -37,7 +37,8 @@ struct DotKernels {
 constexpr int kDotTokens = 4;
 
 const DotKernels& scalar_dot_kernels();
-const DotKernels& avx2_dot_kernels();  // requires AVX2 + FMA + F16C
+const DotKernels& avx2_dot_kernels();    // requires AVX2 + FMA + F16C
+const DotKernels& avx512_dot_kernels();  // requires AVX-512 F/VL/BW/VNNI as well
 bool cpu_supports(Isa isa);
 
 // The best table for this CPU, unless NUCLEUS_ISA=scalar|avx2|avx512 forces one (an

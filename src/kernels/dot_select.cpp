@@ -20,7 +20,9 @@ bool cpu_supports(Isa isa) {
     case Isa::Scalar: return true;
     case Isa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::Avx512: return false;  // no AVX-512 table yet
+    case Isa::Avx512:
+      return cpu_supports(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
@@ -29,6 +31,7 @@ const DotKernels& dot_kernels_for(Isa isa) {
   if (!cpu_supports(isa)) throw Error(std::string("this CPU (or build) does not support the ") + isa_name(isa) + " kernels");
   switch (isa) {
     case Isa::Avx2: return avx2_dot_kernels();
+    case Isa::Avx512: return avx512_dot_kernels();
     default: return scalar_dot_kernels();
   }
 }
@@ -40,6 +43,7 @@ const DotKernels& select_dot_kernels() {
       if (name == isa_name(isa)) return dot_kernels_for(isa);
     throw Error("NUCLEUS_ISA=" + name + " is not one of scalar, avx2, avx512");
   }
+  if (cpu_supports(Isa::Avx512)) return avx512_dot_kernels();
   if (cpu_supports(Isa::Avx2)) return avx2_dot_kernels();
   return scalar_dot_kernels();
 }

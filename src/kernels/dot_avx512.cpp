@@ -1,0 +1,6 @@
+// AVX-512 (VL, BW, VNNI) dot products: the int8 products use VPDPBUSD (see dot_x86.inc).
+#define NUCLEUS_TARGET_ISA "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni"
+#define NUCLEUS_VNNI 1
+#define NUCLEUS_TABLE_NAME avx512_dot_kernels
+#define NUCLEUS_ISA_ID Isa::Avx512
+#include "kernels/dot_x86.inc"
