@@ -112,7 +112,14 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
     EngineStats stats;
     std::vector<Result> together = run_all(model, config, prompts, options, &stats);
     for (int i : {0, 1}) expect_identical(alone[static_cast<size_t>(i)], together[static_cast<size_t>(i)], v.name);
-    if (v.num_blocks > 0) EXPECT_GT(stats.preemptions, 0) << "the small pool should have forced preemption";
+    if (v.num_blocks > 0) {
+      EXPECT_GT(stats.preemptions, 0) << "the small pool should have forced preemption";
+      // Under preemption every request, not only the two above, must finish as it would alone.
+      for (int i = 2; i < n_requests; ++i) {
+        const Result solo = run_all(model, alone_config, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0];
+        expect_identical(solo, together[static_cast<size_t>(i)], std::string(v.name) + ", request " + std::to_string(i));
+      }
+    }
   }
 }
 
