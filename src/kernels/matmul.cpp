@@ -122,7 +122,11 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
   // Small products stay on one thread: waking a team costs more than the work.
   const bool parallel = n_threads > 1 && m * k * n_tokens >= kMinParallelWork;
   if (n_tokens == 1) {
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
+    if (!parallel) {  // not even a team of one: entering OpenMP costs microseconds per call
+      for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);
+      return;
+    }
+#pragma omp parallel for num_threads(n_threads) schedule(static)
     for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);
     return;
   }
@@ -130,8 +134,7 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
   // weight row (arithmetic intensity grows with the group). Every y[t, r] is still the same
   // reduction as a single-token dot, so results do not depend on n_tokens.
   const int64_t n_tiles = (m + kRowTile - 1) / kRowTile;
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1) if (parallel)
-  for (int64_t tile = 0; tile < n_tiles; ++tile) {
+  auto run_tile = [&](int64_t tile) {
     const int64_t r_end = std::min(m, (tile + 1) * kRowTile);
     int64_t t0 = 0;
     float out[kDotTokens];
@@ -146,7 +149,13 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
     }
     for (; t0 < n_tokens; ++t0)
       for (int64_t r = tile * kRowTile; r < r_end; ++r) y[t0 * m + r] = dot_row(kernels, w, r, a, t0);
+  };
+  if (!parallel) {
+    for (int64_t tile = 0; tile < n_tiles; ++tile) run_tile(tile);
+    return;
   }
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+  for (int64_t tile = 0; tile < n_tiles; ++tile) run_tile(tile);
 }
 
 }  // namespace nucleus

@@ -109,14 +109,13 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
     // Every token attends to positions 0..pos of its own sequence (all written by now).
     int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
     for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * hp.n_head;
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic) if (attention_work >= (1 << 16))
-    for (int64_t work = 0; work < n * hp.n_head; ++work) {
+    auto attend = [&](int64_t work, int thread) {
       const int64_t i = work / hp.n_head, h = work % hp.n_head;
       const int64_t kv_head = h / group;
       const int32_t pos = batch.positions[i];
       const auto& table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])];
       const float* q = &s.q[i * n_embd + h * head_dim];
-      float* scores = &s.scores[static_cast<size_t>(omp_get_thread_num()) * static_cast<size_t>(max_pos + 1)];
+      float* scores = &s.scores[static_cast<size_t>(thread) * static_cast<size_t>(max_pos + 1)];
       for (int32_t p = 0; p <= pos; ++p) {
         const float* key = kv.key(l, table[p / block_size], p % block_size) + kv_head * head_dim;
         float dot = 0.0f;
@@ -131,6 +130,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         const float a = scores[p];
         for (int64_t d = 0; d < head_dim; ++d) out[d] += a * value[d];
       }
+    };
+    if (n_threads > 1 && attention_work >= (1 << 16)) {
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic)
+      for (int64_t work = 0; work < n * hp.n_head; ++work) attend(work, omp_get_thread_num());
+    } else {
+      for (int64_t work = 0; work < n * hp.n_head; ++work) attend(work, 0);
     }
     matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
     for (size_t j = 0; j < s.x.size(); ++j) s.x[j] += s.proj[j];

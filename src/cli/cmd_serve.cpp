@@ -1,0 +1,135 @@
+// nucleus serve: the OpenAI-compatible HTTP server (server/http_server.h) over the continuous-batching
+// engine. The listener is bound first, so /health answers 503 while the model loads; SIGINT/SIGTERM
+// stop accepting work, give in-flight requests --shutdown-timeout seconds, abort the rest and exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/async_engine.h"
+#include "server/http_server.h"
+#include "tokenizer/chat_template.h"
+
+namespace nucleus::cli {
+
+namespace {
+
+struct ServeOptions {
+  ModelSource source;
+  server::ServerConfig server;
+  int64_t kv_cache_mib = 256;
+  int64_t max_model_len = 0;
+  int64_t max_num_batched_tokens = 512;
+  std::string chat_template;
+  int n_threads = 0;
+};
+
+std::string model_name_from_path(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) name.resize(name.size() - 5);
+  return name;
+}
+
+int run_serve(const ServeOptions& options) {
+  // Signals are taken by one thread with sigwait(); every other thread (httplib's pool, the engine
+  // loop) inherits the blocked mask. A dead client must not kill the process: SIGPIPE is ignored.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::ServerConfig config = options.server;
+  if (config.served_model_name.empty()) config.served_model_name = model_name_from_path(options.source.model_path);
+  server::HttpServer http(config);
+  const int port = http.bind();
+  std::fprintf(stderr, "nucleus serve: listening on http://%s:%d (loading %s)\n", config.host.c_str(), port,
+               options.source.model_path.c_str());
+  std::thread listener([&] { http.serve(); });
+  std::atomic<bool> listener_done{false};
+  std::thread signal_waiter([&] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (listener_done) return;  // our own wake-up call below
+    std::fprintf(stderr, "nucleus serve: signal %d, shutting down\n", signal_number);
+    http.shutdown();
+  });
+  auto stop_threads = [&] {
+    listener.join();  // returns once shutdown() has stopped the listener
+    listener_done = true;
+    pthread_kill(signal_waiter.native_handle(), SIGTERM);  // wakes sigwait if no signal came
+    signal_waiter.join();
+  };
+
+  LoadedModel loaded;
+  std::unique_ptr<AsyncEngine> engine;
+  try {
+    loaded = load_model(options.source);
+    EngineConfig engine_config;
+    engine_config.kv_cache_bytes = options.kv_cache_mib << 20;
+    engine_config.max_num_seqs = config.max_num_seqs;
+    engine_config.max_model_len = options.max_model_len;
+    engine_config.max_num_batched_tokens = options.max_num_batched_tokens;
+    engine_config.n_threads = options.n_threads > 0 ? options.n_threads : default_threads();
+    auto llm = std::make_unique<LLMEngine>(*loaded.model, loaded.tokenizer.get(), engine_config);
+    const int64_t max_model_len = llm->max_model_len();
+    engine = std::make_unique<AsyncEngine>(std::move(llm));
+
+    server::ServedModel served;
+    served.engine = engine.get();
+    served.tokenizer = loaded.tokenizer.get();
+    served.name = config.served_model_name;
+    served.max_model_len = max_model_len;
+    try {
+      served.chat_template = chat_template_for_model(loaded.model->file(), *loaded.tokenizer, options.chat_template);
+    } catch (const Error& e) {
+      if (!options.chat_template.empty()) throw;  // a bad --chat-template is the user's error
+      served.chat_template_error = e.what();
+      std::fprintf(stderr, "nucleus serve: no chat template (%s); /v1/chat/completions will refuse requests\n", e.what());
+    }
+    http.attach(std::move(served));
+  } catch (...) {
+    http.shutdown();
+    stop_threads();
+    throw;
+  }
+  std::fprintf(stderr, "nucleus serve: model '%s' ready (context %lld tokens)\n", config.served_model_name.c_str(),
+               static_cast<long long>(engine->engine().max_model_len()));
+  stop_threads();  // returns once a signal has shut the server down
+  engine.reset();  // the engine loop stops before the model it runs goes away
+  std::fprintf(stderr, "nucleus serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+Runner add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* command = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)");
+  add_model_flags(*command, options->source);
+  command->add_option("--host", options->server.host, "address to bind (default: loopback only)");
+  command->add_option("--port", options->server.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
+  command->add_option("--api-key", options->server.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  command->add_option("--served-model-name", options->server.served_model_name, "model name clients must use (default: file name)");
+  command->add_option("--max-num-seqs", options->server.max_num_seqs, "sequences running at once")->check(CLI::Range(1, 4096));
+  command->add_option("--max-waiting-seqs", options->server.max_waiting_seqs, "sequences queued beyond those before 503")
+      ->check(CLI::Range(0, 1 << 20));
+  command->add_option("--kv-cache-mem", options->kv_cache_mib, "KV cache pool size in MiB")->check(CLI::Range(1, 1 << 20));
+  command->add_option("--max-model-len", options->max_model_len, "context length (0: the model's)")->check(CLI::Range(0, 1 << 24));
+  command->add_option("--max-num-batched-tokens", options->max_num_batched_tokens, "token budget of one engine step")
+      ->check(CLI::Range(1, 1 << 20));
+  command->add_option("--max-body-bytes", options->server.max_body_bytes, "larger request bodies get 413");
+  command->add_option("--shutdown-timeout", options->server.shutdown_deadline_seconds,
+                      "seconds in-flight requests get on SIGINT/SIGTERM before they are aborted");
+  command->add_option("--chat-template", options->chat_template, "chat template family: " + chat_template_names());
+  command->add_option("-t,--threads", options->n_threads, "compute threads (default: all cores)");
+  return [options] { return run_serve(*options); };
+}
+
+}  // namespace nucleus::cli

@@ -1,0 +1,335 @@
+#include "server/openai_protocol.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "sampling/sampler.h"
+#include "server/api_error.h"
+
+namespace nucleus::server {
+
+using nlohmann::json;
+
+namespace {
+
+// A present, non-null field.
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<double> number_field(const json& body, const char* name, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw invalid_param(name, std::string("'") + name + "' must be a number");
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi)
+    throw invalid_param(name, std::string("'") + name + "' must be between " + json(lo).dump() + " and " + json(hi).dump() +
+                                  ", got " + v->dump());
+  return x;
+}
+
+std::optional<int64_t> integer_field(const json& body, const char* name, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) throw invalid_param(name, std::string("'") + name + "' must be an integer, got " + v->dump());
+  const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const int64_t x = too_big ? hi : v->get<int64_t>();
+  if (too_big || x < lo || x > hi)
+    throw invalid_param(name, std::string("'") + name + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                  ", got " + v->dump());
+  return x;
+}
+
+std::optional<bool> bool_field(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw invalid_param(name, std::string("'") + name + "' must be a boolean, got " + v->dump());
+  return v->get<bool>();
+}
+
+std::optional<std::string> string_field(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) throw invalid_param(name, std::string("'") + name + "' must be a string");
+  return v->get<std::string>();
+}
+
+void check_token_ids(const std::vector<int32_t>& ids, const Tokenizer& tokenizer, const char* param) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= tokenizer.n_vocab())
+      throw invalid_param(param, std::string("'") + param + "' holds token id " + std::to_string(id) +
+                                     ", outside the vocabulary [0, " + std::to_string(tokenizer.n_vocab()) + ")");
+}
+
+std::vector<int32_t> token_array(const json& array, const Tokenizer& tokenizer, const char* param) {
+  std::vector<int32_t> ids;
+  ids.reserve(array.size());
+  for (const json& t : array) {
+    if (!t.is_number_integer()) throw invalid_param(param, std::string("'") + param + "' token ids must be integers");
+    const int64_t id = t.is_number_unsigned() && t.get<uint64_t>() > INT32_MAX ? -1 : t.get<int64_t>();
+    ids.push_back(id < 0 || id > INT32_MAX ? -1 : static_cast<int32_t>(id));
+    if (ids.back() < 0)
+      throw invalid_param(param, std::string("'") + param + "' holds token id " + t.dump() + ", outside the vocabulary [0, " +
+                                     std::to_string(tokenizer.n_vocab()) + ")");
+  }
+  check_token_ids(ids, tokenizer, param);
+  return ids;
+}
+
+std::vector<std::vector<int32_t>> parse_prompts(const json& body, const Tokenizer& tokenizer, bool add_special) {
+  const json* prompt = field(body, "prompt");
+  if (!prompt) throw invalid_param("prompt", "'prompt' is required");
+  auto encode = [&](const std::string& text) { return tokenizer.encode(text, add_special, true); };
+  std::vector<std::vector<int32_t>> prompts;
+  if (prompt->is_string()) {
+    prompts.push_back(encode(prompt->get<std::string>()));
+  } else if (prompt->is_array()) {
+    if (prompt->empty()) throw invalid_param("prompt", "'prompt' must not be an empty list");
+    const json& first = prompt->front();
+    if (first.is_number()) {
+      prompts.push_back(token_array(*prompt, tokenizer, "prompt"));
+    } else {
+      for (const json& item : *prompt) {
+        if (item.is_string()) {
+          prompts.push_back(encode(item.get<std::string>()));
+        } else if (item.is_array()) {
+          prompts.push_back(token_array(item, tokenizer, "prompt"));
+        } else {
+          throw invalid_param("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
+        }
+      }
+    }
+  } else {
+    throw invalid_param("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
+  }
+  for (const auto& p : prompts)
+    if (p.empty()) throw invalid_param("prompt", "'prompt' encodes to no tokens");
+  return prompts;
+}
+
+std::vector<ChatMessage> parse_messages(const json& body) {
+  const json* messages = field(body, "messages");
+  if (!messages) throw invalid_param("messages", "'messages' is required");
+  if (!messages->is_array() || messages->empty()) throw invalid_param("messages", "'messages' must be a non-empty list");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw invalid_param(where, "'" + where + "' must be an object");
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) throw invalid_param(where + ".role", "'" + where + ".role' must be a string");
+    ChatMessage message{role->get<std::string>(), ""};
+    if (message.role == "developer") message.role = "system";  // OpenAI's newer name for it
+    if (message.role != "system" && message.role != "user" && message.role != "assistant")
+      throw invalid_param(where + ".role", "'" + where + ".role' must be system, user or assistant, got '" + message.role + "'");
+    const json* content = field(m, "content");
+    if (!content) {
+      if (message.role != "assistant") throw invalid_param(where + ".content", "'" + where + ".content' is required");
+    } else if (content->is_string()) {
+      message.content = content->get<std::string>();
+    } else if (content->is_array()) {  // content parts: only text ones
+      for (const json& part : *content) {
+        const json* text = part.is_object() ? field(part, "text") : nullptr;
+        if (!part.is_object() || part.value("type", "") != "text" || !text || !text->is_string())
+          throw invalid_param(where + ".content", "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": string}");
+        message.content += text->get<std::string>();
+      }
+    } else {
+      throw invalid_param(where + ".content", "'" + where + ".content' must be a string or a list of text parts");
+    }
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const ModelContext& model, bool add_generation_prompt) {
+  if (!model.chat_template)
+    throw ApiError(400, "this model has no usable chat template (" + model.chat_template_error +
+                            "); start the server with --chat-template NAME", "invalid_request_error", "messages");
+  try {
+    return encode_chat_prompt(*model.tokenizer, render_chat(*model.chat_template, messages, add_generation_prompt));
+  } catch (const Error& e) {
+    throw invalid_param("messages", e.what());
+  }
+}
+
+// The fields both endpoints share. max_tokens is handled by the callers (their defaults differ).
+void parse_common(const json& body, const ModelContext& model, GenerationRequest& request) {
+  SamplingParams& s = request.options.sampling;
+  StopParams& stop = request.options.stop;
+  if (auto v = number_field(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*v);
+  if (auto v = number_field(body, "top_p", 0.0, 1.0)) s.top_p = static_cast<float>(*v);
+  if (auto v = integer_field(body, "top_k", -1, INT32_MAX)) s.top_k = *v < 0 ? 0 : static_cast<int32_t>(*v);
+  if (auto v = number_field(body, "min_p", 0.0, 1.0)) s.min_p = static_cast<float>(*v);
+  if (auto v = number_field(body, "presence_penalty", -2.0, 2.0)) s.presence_penalty = static_cast<float>(*v);
+  if (auto v = number_field(body, "frequency_penalty", -2.0, 2.0)) s.frequency_penalty = static_cast<float>(*v);
+  if (auto v = number_field(body, "repetition_penalty", 0.0, 100.0)) {
+    if (*v <= 0.0) throw invalid_param("repetition_penalty", "'repetition_penalty' must be greater than 0");
+    s.repetition_penalty = static_cast<float>(*v);
+  }
+  // OpenAI's penalties count what was generated; ours count the whole sequence (prompt + output).
+  s.penalty_last_n = -1;
+  if (const json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) throw invalid_param("logit_bias", "'logit_bias' must be an object of token id → bias");
+    for (const auto& [key, value] : bias->items()) {
+      size_t used = 0;
+      long long id = -1;
+      try {
+        id = std::stoll(key, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != key.size() || id < 0 || id >= model.tokenizer->n_vocab())
+        throw invalid_param("logit_bias", "'logit_bias' key '" + key + "' is not a token id in [0, " +
+                                              std::to_string(model.tokenizer->n_vocab()) + ")");
+      if (!value.is_number() || value.get<double>() < -100.0 || value.get<double>() > 100.0)
+        throw invalid_param("logit_bias", "'logit_bias' values must be numbers between -100 and 100");
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+    }
+  }
+  if (const json* seed = field(body, "seed")) {
+    if (!seed->is_number_integer()) throw invalid_param("seed", "'seed' must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  } else {
+    s.seed = random_seed();  // one seed per request: sample j uses sample_seed(seed, j)
+  }
+  if (const json* v = field(body, "stop")) {
+    if (v->is_string()) {
+      stop.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > 16) throw invalid_param("stop", "'stop' may hold at most 16 strings");
+      for (const json& item : *v) {
+        if (!item.is_string()) throw invalid_param("stop", "'stop' must be a string or a list of strings");
+        stop.stop.push_back(item.get<std::string>());
+      }
+    } else {
+      throw invalid_param("stop", "'stop' must be a string or a list of strings");
+    }
+  }
+  if (auto v = integer_field(body, "n", 1, INT32_MAX)) {
+    if (*v > 16) throw invalid_param("n", "'n' must be at most 16, got " + std::to_string(*v));
+    request.n = static_cast<int>(*v);
+  }
+  if (auto v = bool_field(body, "stream")) request.stream = *v;
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw invalid_param("stream_options", "'stream_options' must be an object");
+    if (!request.stream) throw invalid_param("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    if (auto v = bool_field(*so, "include_usage")) request.include_usage = *v;
+  }
+  if (auto v = string_field(body, "user")) request.user = *v;
+  if (auto v = bool_field(body, "ignore_eos")) stop.ignore_eos = *v;
+  if (auto v = integer_field(body, "min_tokens", 0, INT32_MAX)) stop.min_tokens = static_cast<int32_t>(*v);
+  if (auto v = bool_field(body, "use_beam_search"); v && *v)
+    throw invalid_param("use_beam_search", "beam search is not supported by this server");
+  if (auto v = integer_field(body, "num_beams", 1, INT32_MAX); v && *v > 1)
+    throw invalid_param("num_beams", "beam search is not supported by this server");
+  if (auto v = integer_field(body, "best_of", 1, INT32_MAX); v && *v != request.n)
+    throw invalid_param("best_of", "'best_of' other than 'n' is not supported");
+  try {
+    validate_sampling_params(s);
+  } catch (const Error& e) {
+    throw invalid_param("", e.what());
+  }
+}
+
+// max_tokens: the budget must fit the context with the longest prompt, as OpenAI and vLLM require.
+void set_max_tokens(const json& body, const ModelContext& model, GenerationRequest& request, std::optional<int64_t> default_tokens) {
+  size_t longest = 0;
+  for (const auto& p : request.prompts) longest = std::max(longest, p.size());
+  const int64_t n_prompt = static_cast<int64_t>(longest);
+  const char* used_name = "max_tokens";
+  std::optional<int64_t> max_tokens = integer_field(body, "max_tokens", 1, INT32_MAX);
+  if (auto v = integer_field(body, "max_completion_tokens", 1, INT32_MAX)) {
+    max_tokens = v;
+    used_name = "max_completion_tokens";
+  }
+  if (n_prompt >= model.max_model_len)
+    throw invalid_param("prompt", "This model's maximum context length is " + std::to_string(model.max_model_len) +
+                                      " tokens, but the prompt has " + std::to_string(n_prompt) +
+                                      " tokens (at least one token must be left to generate)");
+  if (!max_tokens) max_tokens = default_tokens ? std::min(*default_tokens, model.max_model_len - n_prompt) : model.max_model_len - n_prompt;
+  if (n_prompt + *max_tokens > model.max_model_len)
+    throw invalid_param(used_name, "This model's maximum context length is " + std::to_string(model.max_model_len) +
+                                       " tokens. However, you requested " + std::to_string(n_prompt + *max_tokens) + " tokens (" +
+                                       std::to_string(n_prompt) + " in the prompt, " + std::to_string(*max_tokens) +
+                                       " in the completion). Please reduce the prompt or '" + used_name + "'.");
+  request.options.stop.max_tokens = static_cast<int32_t>(*max_tokens);
+  if (request.options.stop.min_tokens > request.options.stop.max_tokens)
+    throw invalid_param("min_tokens", "'min_tokens' must not exceed '" + std::string(used_name) + "'");
+}
+
+void require_object(const json& body) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error");
+}
+
+}  // namespace
+
+void check_model_name(const json& body, const ModelContext& model) {
+  const json* name = field(body, "model");
+  if (!name) return;
+  if (!name->is_string()) throw invalid_param("model", "'model' must be a string");
+  if (name->get<std::string>() != model.model_name)
+    throw ApiError(404, "The model '" + name->get<std::string>() + "' does not exist; this server serves '" + model.model_name + "'",
+                   "not_found_error", "model", "model_not_found");
+}
+
+GenerationRequest parse_completion_request(const json& body, const ModelContext& model) {
+  require_object(body);
+  check_model_name(body, model);
+  GenerationRequest request;
+  request.endpoint = Endpoint::completions;
+  request.model = model.model_name;
+  parse_common(body, model, request);
+  const bool add_special = bool_field(body, "add_special_tokens").value_or(true);
+  request.prompts = parse_prompts(body, *model.tokenizer, add_special);
+  if (auto v = integer_field(body, "logprobs", 0, 20)) request.top_logprobs = static_cast<int32_t>(*v);
+  if (auto v = bool_field(body, "echo"); v && *v) throw invalid_param("echo", "'echo' is not supported");
+  if (auto v = string_field(body, "suffix"); v && !v->empty()) throw invalid_param("suffix", "'suffix' is not supported");
+  set_max_tokens(body, model, request, 16);  // OpenAI's default for completions
+  return request;
+}
+
+GenerationRequest parse_chat_request(const json& body, const ModelContext& model) {
+  require_object(body);
+  check_model_name(body, model);
+  GenerationRequest request;
+  request.endpoint = Endpoint::chat_completions;
+  request.model = model.model_name;
+  parse_common(body, model, request);
+  const std::vector<ChatMessage> messages = parse_messages(body);
+  const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
+  request.prompts.push_back(encode_chat(messages, model, add_generation_prompt));
+  const bool logprobs = bool_field(body, "logprobs").value_or(false);
+  auto top = integer_field(body, "top_logprobs", 0, 20);
+  if (top && !logprobs) throw invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+  if (logprobs) request.top_logprobs = static_cast<int32_t>(top.value_or(0));
+  set_max_tokens(body, model, request, std::nullopt);  // chat default: the rest of the context
+  return request;
+}
+
+std::vector<int32_t> parse_tokenize_request(const json& body, const ModelContext& model) {
+  require_object(body);
+  check_model_name(body, model);
+  if (field(body, "messages")) {
+    const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
+    return encode_chat(parse_messages(body), model, add_generation_prompt);
+  }
+  auto prompt = string_field(body, "prompt");
+  if (!prompt) throw invalid_param("prompt", "'prompt' (a string) or 'messages' is required");
+  const bool add_special = bool_field(body, "add_special_tokens").value_or(true);
+  return model.tokenizer->encode(*prompt, add_special, true);
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, const ModelContext& model) {
+  require_object(body);
+  check_model_name(body, model);
+  const json* tokens = field(body, "tokens");
+  if (!tokens) throw invalid_param("tokens", "'tokens' is required");
+  if (!tokens->is_array()) throw invalid_param("tokens", "'tokens' must be a list of token ids");
+  return token_array(*tokens, *model.tokenizer, "tokens");
+}
+
+}  // namespace nucleus::server

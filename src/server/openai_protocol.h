@@ -1,0 +1,59 @@
+// OpenAI request bodies → what the engine runs. Parsing checks every field's type and domain and
+// throws ApiError (400, naming the field; 404 for an unknown model); it never touches the engine.
+//
+// Accepted (/v1/completions and /v1/chat/completions): model, prompt (string, token ids, or a list of
+// either) / messages, max_tokens / max_completion_tokens, temperature, top_p, n, stream,
+// stream_options.include_usage, stop, seed, presence_penalty, frequency_penalty, logit_bias,
+// logprobs (+ top_logprobs for chat), user; vLLM's extras top_k, min_p, repetition_penalty,
+// min_tokens, ignore_eos. Unknown fields are ignored and null means "not given", as OpenAI does.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nucleus::server {
+
+enum class Endpoint { completions, chat_completions };
+
+// What the parser needs to know about the served model.
+struct ModelContext {
+  const Tokenizer* tokenizer = nullptr;
+  const ChatTemplate* chat_template = nullptr;  // null: the model has none (chat requests get 400)
+  std::string chat_template_error;              // why, for that 400
+  std::string model_name;
+  int64_t max_model_len = 0;
+};
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;
+  std::vector<std::vector<int32_t>> prompts;  // one per prompt; chat has exactly one
+  RequestOptions options;                     // shared by every sequence; the seed is the request's
+  int n = 1;                                  // samples per prompt; sample j draws with sample_seed(seed, j)
+  bool stream = false;
+  bool include_usage = false;                 // stream_options.include_usage
+  int32_t top_logprobs = -1;                  // < 0: no logprobs; 0: the chosen token's only
+  std::string user;
+
+  int64_t num_sequences() const { return static_cast<int64_t>(prompts.size()) * n; }
+};
+
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelContext& model);
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelContext& model);
+
+// The "model" field of any request: absent/null → fine; otherwise it must name the served model (404).
+void check_model_name(const nlohmann::json& body, const ModelContext& model);
+
+// /tokenize: {"prompt": str, "add_special_tokens"?: bool} or {"messages": [...], "add_generation_prompt"?}.
+std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ModelContext& model);
+// /detokenize: {"tokens": [ids]} (each checked against the vocabulary).
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, const ModelContext& model);
+
+}  // namespace nucleus::server

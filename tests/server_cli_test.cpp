@@ -1,0 +1,112 @@
+// `nucleus serve` as a process: binds loopback, answers /health once loaded, and on SIGTERM lets an
+// in-flight stream finish, then exits 0.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "server_test_harness.h"
+
+namespace nucleus::test {
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t length = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Starts `nucleus serve ARGS` with stderr to `log_path`; returns the child's pid.
+pid_t spawn_serve(const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(log, 2);
+    std::vector<std::string> argv_strings = {nucleus_binary(), "serve"};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits for the child to exit; -1 on timeout (the child is then killed).
+int wait_exit(pid_t pid, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+TEST(ServerCliTest, ServesThenShutsDownGracefullyOnSigterm) {
+  NUCLEUS_REQUIRE_SHARED();
+  const int port = free_port();
+  const std::string log = "/tmp/nucleus-serve-test-" + std::to_string(::getpid()) + ".log";
+  const pid_t pid = spawn_serve({"-m", shared_path("models/stories260K.gguf"), "--port", std::to_string(port), "-t", "1",
+                                 "--kv-cache-mem", "16", "--served-model-name", "stories"},
+                                log);
+  int health = 0;
+  for (int i = 0; i < 300 && health != 200; ++i) {
+    health = get(port, "/health").status;
+    if (health != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(health, 200) << read_file(log);
+  const HttpResult models = get(port, "/v1/models");
+  EXPECT_EQ(models.json["data"][0]["id"], "stories");
+
+  StreamResult stream;
+  std::thread client([&] {
+    stream = post_stream(port, "/v1/completions",
+                         {{"prompt", "Once"}, {"max_tokens", 1500}, {"temperature", 0}, {"ignore_eos", true}});
+  });
+  // Wait until the stream is under way, then ask the server to stop.
+  for (int i = 0; i < 500; ++i) {
+    const std::string metrics = get(port, "/metrics").body;
+    if (metric_value(metrics, "nucleus_generation_tokens_total") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(pid, SIGTERM);
+  client.join();
+  EXPECT_EQ(wait_exit(pid, 20), 0) << read_file(log);
+  EXPECT_TRUE(stream.done) << "the in-flight stream must be finished, not cut";
+  ASSERT_FALSE(stream.chunks.empty());
+  EXPECT_EQ(stream.chunks.back()["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(get(port, "/health").status, 0);  // the listener is gone
+  const std::string output = read_file(log);
+  EXPECT_NE(output.find("shutting down"), std::string::npos) << output;
+  ::unlink(log.c_str());
+}
+
+TEST(ServerCliTest, PortInUseIsAClearError) {
+  NUCLEUS_REQUIRE_SHARED();
+  TestServer busy(shared_path("models/stories260K.gguf"));
+  const CommandResult r =
+      run_nucleus("serve -m " + shared_path("models/stories260K.gguf") + " --port " + std::to_string(busy.port()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot bind"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace nucleus::test
