@@ -18,6 +18,10 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Tells the kernel this process no longer needs the whole pages inside [p, p + n) (they leave
+  // the process's resident set; reading them again faults them back in from the file).
+  void release(const void* p, size_t n) const;
+
  private:
   std::string path_;
   const uint8_t* data_ = nullptr;

@@ -96,6 +96,12 @@ class GgufFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
 
+  // For a memory-mapped file: the process stops holding these bytes' pages (see MappedFile::release);
+  // a no-op for in-memory images.
+  void release_pages(const void* data, size_t n) const {
+    if (mapping_) mapping_->release(data, n);
+  }
+
  private:
   void parse(const uint8_t* data, size_t size);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/packed_dot.h"
 #include "kernels/quant_blocks.h"
 
 namespace nucleus {
@@ -19,7 +20,8 @@ struct DotKernels {
   float (*dot_f32)(const float* w, const float* x, int64_t n);
   float (*dot_f16_f32)(const uint16_t* w, const float* x, int64_t n);
   float (*dot_bf16_f32)(const uint16_t* w, const float* x, int64_t n);
-  // Integer formats: the activation row is pre-quantized to Q8_0 blocks; n_blocks of 32.
+  // Integer formats: the activation row is pre-quantized to Q8_0 blocks; n_blocks of 32. The float
+  // steps follow a fixed order shared with the packed kernels (see kernels/packed_dot.h).
   float (*dot_q8_0_q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks);
   float (*dot_q4_0_q8_0)(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks);
   // K-quants against Q8_K activations; n_blocks of 256.
@@ -31,8 +33,10 @@ struct DotKernels {
   // bit-identical to kDotTokens single calls — the weight row is unpacked once and reused.
   // nullptr where a table has none; matmul then makes the single calls.
   void (*dot4_f16_f32)(const uint16_t* w, const float* const* x, int64_t n, float* out) = nullptr;
-  void (*dot4_q8_0_q8_0)(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) = nullptr;
-  void (*dot4_q4_0_q8_0)(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t n_blocks, float* out) = nullptr;
+  // Row groups of packed Q4_0 / Q8_0 weights (kernels/packed_rows.h) against up to kPackTokens
+  // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
+  PackedGroupKernel packed_q4_0 = nullptr;
+  PackedGroupKernel packed_q8_0 = nullptr;
 };
 constexpr int kDotTokens = 4;
 

@@ -3,4 +3,6 @@
 #define NUCLEUS_VNNI 1
 #define NUCLEUS_TABLE_NAME avx512_dot_kernels
 #define NUCLEUS_ISA_ID Isa::Avx512
+#define NUCLEUS_PACKED_Q4_0 packed_q4_0_avx512
+#define NUCLEUS_PACKED_Q8_0 packed_q8_0_avx512
 #include "kernels/dot_x86.inc"

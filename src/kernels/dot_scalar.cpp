@@ -26,9 +26,9 @@ float dot_bf16_f32(const uint16_t* w, const float* x, int64_t n) {
   return sum;
 }
 
-// Integer formats accumulate like the SIMD tables: 8 lanes of 4 consecutive values, one fused
-// multiply-add per block and lane, then the fixed pairwise reduction below. So every table gives
-// bit-identical results and a forced scalar run reproduces a SIMD run exactly.
+// Q8_0: 8 lanes of 4 consecutive values, one fused multiply-add per block and lane, then a fixed
+// pairwise reduction — the order of llama.cpp's AVX2 kernel, which its reference logits follow
+// (this one model family amplifies summation-order differences up to 3e-2 in the logits).
 float reduce_lanes(const float lanes[8]) {
   const float a0 = lanes[0] + lanes[4], a1 = lanes[1] + lanes[5], a2 = lanes[2] + lanes[6], a3 = lanes[3] + lanes[7];
   return (a0 + a2) + (a1 + a3);
@@ -41,27 +41,27 @@ float dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks) {
     for (int lane = 0; lane < 8; ++lane) {
       int32_t isum = 0;
       for (int j = 4 * lane; j < 4 * lane + 4; ++j) isum += static_cast<int32_t>(w[b].qs[j]) * x[b].qs[j];
-      lanes[lane] = std::fma(d, static_cast<float>(isum), lanes[lane]);
+      lanes[lane] = std::fma(static_cast<float>(isum), d, lanes[lane]);
     }
   }
   return reduce_lanes(lanes);
 }
 
+// Q4_0: per block the exact integer sum, then one fused multiply-add with the block's scale
+// product (the order of llama.cpp's repacked Q4_0 kernels).
 float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
-  float lanes[8] = {};
+  float acc = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = f16_to_f32(w[b].d) * f16_to_f32(x[b].d);
-    for (int lane = 0; lane < 8; ++lane) {
-      int32_t isum = 0;
-      for (int j = 4 * lane; j < 4 * lane + 4; ++j) {
-        // value j < 16 is byte j's low nibble; value j ≥ 16 is byte (j − 16)'s high nibble
-        const int q = j < 16 ? (w[b].qs[j] & 0x0f) : (w[b].qs[j - 16] >> 4);
-        isum += (q - 8) * x[b].qs[j];
-      }
-      lanes[lane] = std::fma(d, static_cast<float>(isum), lanes[lane]);
+    int32_t isum = 0;
+    // Byte j holds value j in its low nibble and value j + 16 in its high nibble. (Written as
+    // one loop over 16 bytes: a 32-value loop indexing qs[j − 16] was miscompiled by GCC 12 -O3.)
+    for (int j = 0; j < 16; ++j) {
+      isum += ((w[b].qs[j] & 0x0f) - 8) * x[b].qs[j];
+      isum += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
     }
+    acc = std::fma(static_cast<float>(isum), f16_to_f32(w[b].d) * f16_to_f32(x[b].d), acc);
   }
-  return reduce_lanes(lanes);
+  return acc;
 }
 
 // Σ_j m_j · (Σ of activations in sub-block j), the correction for the mins of Q4_K/Q5_K.
@@ -142,8 +142,13 @@ float dot_q6_K_q8_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
 }  // namespace
 
 const DotKernels& scalar_dot_kernels() {
-  static const DotKernels table{Isa::Scalar,   dot_f32,       dot_f16_f32,   dot_bf16_f32, dot_q8_0_q8_0,
-                                dot_q4_0_q8_0, dot_q4_K_q8_K, dot_q5_K_q8_K, dot_q6_K_q8_K};
+  static const DotKernels table = [] {
+    DotKernels t{Isa::Scalar,   dot_f32,       dot_f16_f32,   dot_bf16_f32, dot_q8_0_q8_0,
+                 dot_q4_0_q8_0, dot_q4_K_q8_K, dot_q5_K_q8_K, dot_q6_K_q8_K};
+    t.packed_q4_0 = packed_q4_0_scalar;
+    t.packed_q8_0 = packed_q8_0_scalar;
+    return t;
+  }();
   return table;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_k.h"
 
@@ -56,18 +57,51 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
   }
 }
 
-MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch) {
+namespace {
+
+// Q8_0 activation rows plus, per block, the f32 scale and the sum of quants the packed kernels use.
+void quantize_q8_0_row(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum, int32_t* chunk_sum) {
+  quantize_activations_q8_0(x, blocks, k);
+  for (int64_t b = 0; b < k / kQK8_0; ++b) {
+    scale[b] = f16_to_f32(blocks[b].d);
+    int32_t s = 0;
+    for (int c = 0; c < 8; ++c) {
+      const int8_t* q = blocks[b].qs + 4 * c;
+      chunk_sum[8 * b + c] = q[0] + q[1] + q[2] + q[3];
+      s += chunk_sum[8 * b + c];
+    }
+    sum[b] = s;
+  }
+}
+
+}  // namespace
+
+MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch,
+                                      int n_threads) {
   MatmulActivations a;
   a.f32 = x;
+  // Many tokens (prefill) quantize in parallel; each row's result does not depend on the split.
+  const bool parallel = n_threads > 1 && n_tokens * k >= kMinParallelWork / 16;
   switch (activation_format(type)) {
     case ActivationFormat::Q8_0: {
-      scratch.q8_0.resize(static_cast<size_t>(n_tokens * (k / kQK8_0)));
-      for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_0(x + t * k, scratch.q8_0.data() + t * (k / kQK8_0), k);
+      const int64_t nb = k / kQK8_0;
+      scratch.q8_0.resize(static_cast<size_t>(n_tokens * nb));
+      scratch.q8_0_scale.resize(scratch.q8_0.size());
+      scratch.q8_0_sum.resize(scratch.q8_0.size());
+      scratch.q8_0_chunk_sum.resize(scratch.q8_0.size() * 8);
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
+      for (int64_t t = 0; t < n_tokens; ++t)
+        quantize_q8_0_row(x + t * k, k, scratch.q8_0.data() + t * nb, scratch.q8_0_scale.data() + t * nb,
+                          scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_sum.data() + t * nb * 8);
       a.q8_0 = scratch.q8_0.data();
+      a.q8_0_scale = scratch.q8_0_scale.data();
+      a.q8_0_sum = scratch.q8_0_sum.data();
+      a.q8_0_chunk_sum = scratch.q8_0_chunk_sum.data();
       break;
     }
     case ActivationFormat::Q8_K: {
       scratch.q8_K.resize(static_cast<size_t>(n_tokens * (k / kQK_K)));
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
       for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_K(x + t * k, scratch.q8_K.data() + t * (k / kQK_K), k);
       a.q8_K = scratch.q8_K.data();
       break;
@@ -75,6 +109,10 @@ MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_t
     case ActivationFormat::F32: break;
   }
   return a;
+}
+
+void pack_weights(WeightMatrix& w, int n_threads) {
+  if (packable(w.type) && !w.packed) w.packed = pack_rows(w, n_threads);
 }
 
 namespace {
@@ -94,22 +132,36 @@ bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r,
       kernels.dot4_f16_f32(reinterpret_cast<const uint16_t*>(row), x, k, out);
       return true;
     }
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0: {
-      const BlockQ8_0* x[kDotTokens];
-      for (int j = 0; j < kDotTokens; ++j) x[j] = a.q8_0 + (t0 + j) * (k / kQK8_0);
-      if (w.type == GgmlType::Q8_0 && kernels.dot4_q8_0_q8_0) {
-        kernels.dot4_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(row), x, k / kQK8_0, out);
-        return true;
-      }
-      if (w.type == GgmlType::Q4_0 && kernels.dot4_q4_0_q8_0) {
-        kernels.dot4_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(row), x, k / kQK8_0, out);
-        return true;
-      }
-      return false;
-    }
     default: return false;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Packed Q4_0 / Q8_0 weights: each task is one group of 16 rows, which runs the tokens through in
+// tiles of kPackTokens so every weight block loaded serves the whole tile from registers.
+void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens, float* y,
+                   bool parallel, int n_threads) {
+  const PackedActivations x{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_sum, p.n_blocks};
+  const int64_t m = p.n_rows;
+  auto run_group = [&](int64_t g) {
+    alignas(64) float out[kPackTokens * kPackRows];
+    const int64_t r0 = g * kPackRows;
+    const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, m - r0));
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kPackTokens) {
+      const int n = static_cast<int>(std::min<int64_t>(kPackTokens, n_tokens - t0));
+      kernel(p, g, x, t0, n, out);
+      for (int t = 0; t < n; ++t) std::copy(out + t * kPackRows, out + t * kPackRows + n_valid, y + (t0 + t) * m + r0);
+    }
+  };
+  if (!parallel) {
+    for (int64_t g = 0; g < p.n_groups; ++g) run_group(g);
+    return;
+  }
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int64_t g = 0; g < p.n_groups; ++g) run_group(g);
 }
 
 }  // namespace
@@ -118,9 +170,13 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
             int n_threads, MatmulScratch& scratch) {
   const int64_t k = w.n_cols, m = w.n_rows;
   if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
-  const MatmulActivations a = prepare_activations(w.type, x, n_tokens, k, scratch);
   // Small products stay on one thread: waking a team costs more than the work.
   const bool parallel = n_threads > 1 && m * k * n_tokens >= kMinParallelWork;
+  const MatmulActivations a = prepare_activations(w.type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
+  if (w.packed) {
+    const PackedGroupKernel kernel = w.type == GgmlType::Q4_0 ? kernels.packed_q4_0 : kernels.packed_q8_0;
+    if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads);
+  }
   if (n_tokens == 1) {
     if (!parallel) {  // not even a team of one: entering OpenMP costs microseconds per call
       for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);

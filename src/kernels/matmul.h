@@ -1,10 +1,12 @@
 // Matrix multiplication against a stored weight matrix of any supported type.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "io/ggml_type.h"
 #include "kernels/dot.h"
+#include "kernels/packed_rows.h"
 
 namespace nucleus {
 
@@ -16,6 +18,9 @@ struct WeightMatrix {
   int64_t n_cols = 0;     // input features (k)
   int64_t n_rows = 0;     // output features (m)
   size_t row_bytes = 0;   // bytes per stored row
+  // Q4_0 / Q8_0: the same rows re-laid out for SIMD across rows (pack_weights); matmul uses it when
+  // present. Shared, so copies of a model's weights share one packing.
+  std::shared_ptr<const PackedRows> packed;
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes; }
 };
@@ -24,6 +29,9 @@ struct WeightMatrix {
 struct MatmulScratch {
   std::vector<BlockQ8_0> q8_0;  // [n_tokens, n_cols / 32]
   std::vector<BlockQ8_K> q8_K;  // [n_tokens, n_cols / 256]
+  std::vector<float> q8_0_scale;  // [n_tokens, n_cols / 32] each Q8_0 block's d as f32 (packed kernels)
+  std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
+  std::vector<int32_t> q8_0_chunk_sum;  // [n_tokens, n_cols / 32, 8] Σ of each 4 consecutive quants
 };
 
 // The activation format a weight type's dot product consumes.
@@ -35,9 +43,13 @@ bool matmul_supports(GgmlType type);
 struct MatmulActivations {
   const float* f32 = nullptr;
   const BlockQ8_0* q8_0 = nullptr;
+  const float* q8_0_scale = nullptr;  // [n_tokens, n_cols / 32]
+  const int32_t* q8_0_sum = nullptr;  // [n_tokens, n_cols / 32]
+  const int32_t* q8_0_chunk_sum = nullptr;  // [n_tokens, n_cols / 32, 8]
   const BlockQ8_K* q8_K = nullptr;
 };
-MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch);
+MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch,
+                                      int n_threads = 1);
 // One output element: dot(w.row(r), activations of token t).
 float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& x, int64_t t);
 
@@ -45,6 +57,9 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
 // Every y[t, r] is one dot(w.row(r), x[t]) from `kernels`, independent of n_tokens.
 void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             int n_threads, MatmulScratch& scratch);
+
+// Packs w's rows for the packed kernels when its type has them (Q4_0, Q8_0); otherwise a no-op.
+void pack_weights(WeightMatrix& w, int n_threads);
 
 // Dequantizes one stored row (e.g. an embedding lookup) into dst[w.n_cols].
 void matrix_row_to_f32(const WeightMatrix& w, int64_t r, float* dst);

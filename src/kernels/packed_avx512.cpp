@@ -1,0 +1,128 @@
+// Packed row-group kernels with AVX-512 VNNI: 16 rows per 512-bit register, one VPDPBUSD per
+// 4 columns × 16 rows × 1 token (unsigned weights × signed activations, exact int32 sums).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/packed_dot.h"
+
+#define NUCLEUS_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
+namespace nucleus {
+
+namespace {
+
+NUCLEUS_AVX512 inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// The 8 chunks of one block (columns 4c..4c+3 of all 16 rows, unsigned) into registers.
+template <bool kQ4>
+NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
+  if constexpr (kQ4) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_load_si512(qs + 64 * c);
+      w[c] = _mm512_and_si512(v, low);
+      w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    }
+  } else {
+    for (int c = 0; c < 8; ++c) w[c] = _mm512_load_si512(qs + 64 * c);
+  }
+}
+
+template <bool kQ4, int N>
+NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
+  constexpr int kShift = kQ4 ? 3 : 7;  // offset 8 or 128 of the unsigned quants
+  const uint8_t* qs = w.group_qs(g);
+  const uint16_t* scales = w.group_scales(g);
+  const int64_t nb = x.n_blocks;
+  __m512 acc[N];
+  for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i wq[8];
+    load_block<kQ4>(qs + static_cast<size_t>(b) * w.qs_block_bytes, wq);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+    for (int t = 0; t < N; ++t) {
+      const int64_t i = (t0 + t) * nb + b;
+      const int8_t* xq = x.blocks[i].qs;
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], broadcast4(xq));
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[1], broadcast4(xq + 4));
+      s0 = _mm512_dpbusd_epi32(s0, wq[2], broadcast4(xq + 8));
+      s1 = _mm512_dpbusd_epi32(s1, wq[3], broadcast4(xq + 12));
+      s0 = _mm512_dpbusd_epi32(s0, wq[4], broadcast4(xq + 16));
+      s1 = _mm512_dpbusd_epi32(s1, wq[5], broadcast4(xq + 20));
+      s0 = _mm512_dpbusd_epi32(s0, wq[6], broadcast4(xq + 24));
+      s1 = _mm512_dpbusd_epi32(s1, wq[7], broadcast4(xq + 28));
+      const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(x.sum[i] << kShift));
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t]);
+    }
+  }
+  for (int t = 0; t < N; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
+}
+
+// Q8_0 in lane order (see packed_dot.h): one float accumulator per 4-column chunk and token, so
+// two tokens fill 16 of the 32 registers.
+template <int N>
+NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
+  const uint8_t* qs = w.group_qs(g);
+  const uint16_t* scales = w.group_scales(g);
+  const int64_t nb = x.n_blocks;
+  __m512 acc[N][8];
+  for (int t = 0; t < N; ++t)
+    for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i wq[8];
+    load_block<false>(qs + static_cast<size_t>(b) * w.qs_block_bytes, wq);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+    for (int t = 0; t < N; ++t) {
+      const int64_t i = (t0 + t) * nb + b;
+      const int8_t* xq = x.blocks[i].qs;
+      const int32_t* chunk_sum = x.chunk_sum + 8 * i;
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
+      for (int c = 0; c < 8; ++c) {
+        // Starting from −128·Σx removes the +128 offset of the unsigned weights exactly.
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(-128 * chunk_sum[c]), wq[c], broadcast4(xq + 4 * c));
+        acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t][c]);
+      }
+    }
+  }
+  for (int t = 0; t < N; ++t) {
+    const __m512 a0 = _mm512_add_ps(acc[t][0], acc[t][4]), a1 = _mm512_add_ps(acc[t][1], acc[t][5]);
+    const __m512 a2 = _mm512_add_ps(acc[t][2], acc[t][6]), a3 = _mm512_add_ps(acc[t][3], acc[t][7]);
+    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3)));
+  }
+}
+
+void q8_0_lanes_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2>(w, g, x, t0, out);
+  if (n == 1) q8_0_lanes_tokens<1>(w, g, x, t0, out);
+}
+
+template <bool kQ4>
+void group_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  switch (n) {
+    case 1: return group_tokens<kQ4, 1>(w, g, x, t0, out);
+    case 2: return group_tokens<kQ4, 2>(w, g, x, t0, out);
+    case 3: return group_tokens<kQ4, 3>(w, g, x, t0, out);
+    case 4: return group_tokens<kQ4, 4>(w, g, x, t0, out);
+    case 5: return group_tokens<kQ4, 5>(w, g, x, t0, out);
+    case 6: return group_tokens<kQ4, 6>(w, g, x, t0, out);
+    case 7: return group_tokens<kQ4, 7>(w, g, x, t0, out);
+    default: return group_tokens<kQ4, 8>(w, g, x, t0, out);
+  }
+}
+
+}  // namespace
+
+void packed_q4_0_avx512(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  group_kernel<true>(w, g, x, t0, n, out);
+}
+void packed_q8_0_avx512(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  q8_0_lanes_kernel(w, g, x, t0, n, out);
+}
+
+}  // namespace nucleus

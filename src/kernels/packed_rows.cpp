@@ -1,0 +1,66 @@
+#include "kernels/packed_rows.h"
+
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_blocks.h"
+
+namespace nucleus {
+
+bool packable(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
+
+namespace {
+
+// One block of one row into its place in the group: row i's 4-byte pieces go to chunk c, slot i.
+void pack_block_q4_0(const BlockQ4_0& src, int row, uint8_t* qs, uint16_t* scales) {
+  for (int c = 0; c < 4; ++c) std::memcpy(qs + 64 * c + 4 * row, src.qs + 4 * c, 4);
+  scales[row] = src.d;
+}
+
+void pack_block_q8_0(const BlockQ8_0& src, int row, uint8_t* qs, uint16_t* scales) {
+  for (int c = 0; c < 8; ++c)
+    for (int j = 0; j < 4; ++j) qs[64 * c + 4 * row + j] = static_cast<uint8_t>(src.qs[4 * c + j] + 128);
+  scales[row] = src.d;
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads) {
+  if (!packable(w.type)) throw Error(std::string("pack_rows: cannot pack type ") + ggml_type_name(w.type));
+  if (w.n_cols % 32 != 0) throw Error("pack_rows: the row length must be a multiple of 32");
+  auto p = std::make_shared<PackedRows>();
+  p->type = w.type;
+  p->n_rows = w.n_rows;
+  p->n_cols = w.n_cols;
+  p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
+  p->n_blocks = w.n_cols / 32;
+  p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
+  const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
+  p->group_bytes = (raw + 63) / 64 * 64;
+  const size_t total = p->group_bytes * static_cast<size_t>(p->n_groups);
+  p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
+  if (!p->data) throw Error("pack_rows: out of memory for " + std::to_string(total) + " bytes of packed weights");
+  PackedRows& out = *p;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
+  for (int64_t g = 0; g < out.n_groups; ++g) {
+    uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
+    std::memset(base, 0, out.group_bytes);  // padding rows: zero quants and zero scales
+    uint16_t* scales = reinterpret_cast<uint16_t*>(base + static_cast<size_t>(out.n_blocks) * out.qs_block_bytes);
+    for (int row = 0; row < kPackRows; ++row) {
+      const int64_t r = g * kPackRows + row;
+      if (r >= out.n_rows) break;
+      for (int64_t b = 0; b < out.n_blocks; ++b) {
+        uint8_t* qs = base + static_cast<size_t>(b) * out.qs_block_bytes;
+        if (out.type == GgmlType::Q4_0)
+          pack_block_q4_0(reinterpret_cast<const BlockQ4_0*>(w.row(r))[b], row, qs, scales + b * kPackRows);
+        else
+          pack_block_q8_0(reinterpret_cast<const BlockQ8_0*>(w.row(r))[b], row, qs, scales + b * kPackRows);
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace nucleus
