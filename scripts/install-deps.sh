@@ -4,11 +4,15 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config git
           libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
-          googletest libgtest-dev libbenchmark-dev)
+          googletest libgtest-dev libbenchmark-dev curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node + npm run the official openai client test. Any install that provides both commands will do
+# (Debian's nodejs + npm, or a nodejs package that bundles npm): only a missing command installs.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,19 +1,45 @@
 #!/usr/bin/env bash
-# Quick start, step 2: the whole test suite. Builds and runs the GoogleTest suite twice:
-# an optimized build, and an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# Quick start, step 2: the whole test suite, three builds.
+#   1. optimized: every GoogleTest, plus the official `openai` npm client against `nucleus serve`
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer: the same
+#   3. ThreadSanitizer: the concurrency tests only (nucleus_tsan_tests: server load, server API,
+#      async engine), with OpenMP regions capped to one thread (see CMakeLists.txt for why)
+# Budget: about 30 minutes on 2 cores from a fresh clone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/install-deps.sh
 jobs="$(nproc)"
+started=$SECONDS
+step() { echo "=== $1 (at $((SECONDS - started)) s)"; }
 
-echo "=== release build + tests"
+step "server test set-up: the openai npm client into tests/.npm (git-ignored)"
+# A missing tool fails the suite: the API-compatibility tests must run, never skip.
+for tool in node npm curl; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "error: '$tool' is required by the server tests (scripts/install-deps.sh installs it on Debian)" >&2
+    exit 1
+  fi
+done
+openai_version=4.104.0
+installed="$(node -p "require('./tests/.npm/node_modules/openai/package.json').version" 2>/dev/null || true)"
+if [ "$installed" != "$openai_version" ]; then
+  npm install --prefix tests/.npm --no-audit --no-fund --loglevel=error "openai@$openai_version"
+fi
+
+step "release build + tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
 
-echo "=== AddressSanitizer + UndefinedBehaviorSanitizer build + tests"
+step "AddressSanitizer + UndefinedBehaviorSanitizer build + tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNUCLEUS_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs" --timeout 1800)
+
+step "ThreadSanitizer build + concurrency tests"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNUCLEUS_TSAN=ON >/dev/null
+cmake --build build-tsan -j"$jobs" --target nucleus_tsan_tests
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j"$jobs" --timeout 1200)
+step "all tests passed"

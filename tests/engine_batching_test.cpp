@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "engine/async_engine.h"
 #include "engine/llm_engine.h"
 #include "engine/model_source.h"
 #include "test_helpers.h"
@@ -204,39 +203,6 @@ TEST(EnginePrefixCaching, SecondRequestComputesOnlyItsNewTokens) {
   no_cache.enable_prefix_caching = false;
   Result reference = run_all(*loaded.model, no_cache, {second}, {options})[0];
   expect_identical(results[second_id], reference, "prefix-cached vs uncached");
-}
-
-TEST(AsyncEngine, StreamsTokensAndAbortsFreeBlocks) {
-  NUCLEUS_REQUIRE_SHARED();
-  auto loaded = load_model(ModelSource{test::shared_path("models/stories260K.gguf"), "", {}});
-  EngineConfig config;
-  config.n_threads = 1;
-  AsyncEngine async(std::make_unique<LLMEngine>(*loaded.model, loaded.tokenizer.get(), config));
-  RequestOptions o = options_for(0, 30);
-  auto a = async.submit(random_prompt(1, 20, 512), o);
-  auto b = async.submit(random_prompt(2, 20, 512), options_for(0, 1000));
-  RequestOutput out;
-  int tokens = 0;
-  bool finished = false;
-  while (a->next(out)) {
-    tokens += static_cast<int>(out.new_tokens.size());
-    if (out.finished) {
-      finished = true;
-      EXPECT_EQ(out.finish_reason, FinishReason::length);
-    }
-  }
-  EXPECT_TRUE(finished);
-  EXPECT_EQ(tokens, 30);
-  async.abort(b->id());
-  bool aborted = false;
-  while (b->next(out))
-    if (out.finished) {
-      aborted = out.aborted;
-      EXPECT_LT(out.num_output_tokens, 1000) << "finished before the abort";
-    }
-  EXPECT_TRUE(aborted);
-  EXPECT_EQ(async.stats().kv_blocks_used, 0);
-  EXPECT_THROW(async.submit({}, o), Error);
 }
 
 }  // namespace

@@ -132,6 +132,19 @@ TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing
       {"model not a string", "/v1/completions", R"({"prompt": "x", "model": 42})", 400, "model"},
       {"unknown model", "/v1/completions", R"({"prompt": "x", "model": "gpt-17"})", 404, "model"},
       {"invalid UTF-8 in a string", "/v1/completions", std::string("{\"prompt\": \"\xff\xfe\xfd\"}"), 400, nullptr},
+      {"truncated UTF-8 sequence", "/v1/completions", std::string("{\"prompt\": \"caf\xc3\"}"), 400, nullptr},
+      {"overlong UTF-8 encoding", "/v1/completions", std::string("{\"prompt\": \"\xc0\xaf\"}"), 400, nullptr},
+      {"invalid UTF-8 in a stop string", "/v1/completions", std::string("{\"prompt\": \"x\", \"stop\": [\"\xed\xa0\x80\"]}"), 400,
+       nullptr},
+      {"lone surrogate escape", "/v1/completions", R"({"prompt": "\udc00"})", 400, nullptr},
+      {"prompt is null", "/v1/completions", R"({"prompt": null})", 400, "prompt"},
+      {"prompt is an object", "/v1/completions", R"({"prompt": {"text": "x"}})", 400, "prompt"},
+      {"negative n", "/v1/completions", R"({"prompt": "x", "n": -1})", 400, "n"},
+      {"negative top_p", "/v1/completions", R"({"prompt": "x", "top_p": -0.5})", 400, "top_p"},
+      {"negative logprobs", "/v1/completions", R"({"prompt": "x", "logprobs": -1})", 400, "logprobs"},
+      {"number overflowing a double", "/v1/completions", R"({"prompt": "x", "temperature": 1e999})", 400, nullptr},
+      {"deeply nested JSON", "/v1/completions", std::string(100000, '[') + std::string(100000, ']'), 400, nullptr},
+      {"tokenize invalid UTF-8", "/tokenize", std::string("{\"prompt\": \"\x80\"}"), 400, nullptr},
       {"unknown route", "/v1/nope", "{}", 404, nullptr},
       {"misspelled route", "/v1/completion", R"({"prompt": "x"})", 404, nullptr},
       {"detokenize ids as string", "/detokenize", R"({"tokens": "abc"})", 400, "tokens"},
@@ -145,6 +158,9 @@ TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing
       {"message not an object", "/v1/chat/completions", R"({"messages": ["hi"]})", 400, "messages[0]"},
       {"unknown role", "/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, "messages[0].role"},
       {"content a number", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages[0].content"},
+      {"message without a role", "/v1/chat/completions", R"({"messages": [{"content": "hi"}]})", 400, "messages[0].role"},
+      {"invalid UTF-8 in a message", "/v1/chat/completions",
+       std::string("{\"messages\": [{\"role\": \"user\", \"content\": \"\xf5\x80\x80\x80\"}]}"), 400, nullptr},
       {"top_logprobs without logprobs", "/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})", 400, "top_logprobs"},
       {"top_logprobs too many", "/v1/chat/completions",
@@ -181,6 +197,12 @@ TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing
   std::string response;
   EXPECT_EQ(raw_exchange(stories_->port(), std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 17), &response), 400) << response;
   ++checked;
+  EXPECT_EQ(raw_exchange(stories_->port(), "BREW /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", &response), 400) << response;
+  ++checked;
+  EXPECT_EQ(raw_exchange(stories_->port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: banana\r\n\r\n{}", &response),
+            400)
+      << response;
+  ++checked;
   const std::string big(10 << 20, 'a');
   const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                               std::to_string(big.size()) + "\r\n\r\n" + big;
@@ -212,6 +234,11 @@ TEST(ServerLimitsTest, WrongOrMissingKeyIs401) {
   EXPECT_EQ(missing.json["error"]["code"], "invalid_api_key");
   EXPECT_EQ(post_json(server.port(), "/v1/completions", {{"prompt", "x"}}, {{"Authorization", "Bearer nope"}}).status, 401);
   EXPECT_EQ(post_json(server.port(), "/v1/completions", {{"prompt", "x"}}, {{"Authorization", "k3y"}}).status, 401);
+  EXPECT_EQ(post_json(server.port(), "/v1/completions", {{"prompt", "x"}}, {{"Authorization", "Bearer "}}).status, 401);
+  EXPECT_EQ(get(server.port(), "/v1/models", {{"Authorization", "Bearer wrong"}}).status, 401);
+  // Still serving the right key.
+  EXPECT_EQ(post_json(server.port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, {{"Authorization", "Bearer k3y"}}).status,
+            200);
 }
 
 TEST(ServerLimitsTest, FullQueueGets503WithRetryAfter) {

@@ -12,7 +12,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modules = process.env.OPENAI_NODE_MODULES ?? path.join(here, '.npm', 'node_modules');
-const { default: OpenAI } = await import(pathToFileURL(path.join(modules, 'openai', 'index.mjs')).href);
+let OpenAI;
+try {
+  ({ default: OpenAI } = await import(pathToFileURL(path.join(modules, 'openai', 'index.mjs')).href));
+} catch (e) {
+  console.error(`FAIL the openai package is not installed in ${modules} (scripts/test.sh installs it): ${e.message}`);
+  process.exit(1);
+}
 const binary = process.env.NUCLEUS_BINARY ?? 'build/nucleus';
 const shared = process.env.NUCLEUS_SHARED_DIR ?? path.join(here, '..', '..', 'shared');
 
@@ -72,6 +78,20 @@ await check('n = 2', async () => {
   const r = await client.completions.create({ model: 'qwen', prompt: 'Once', max_tokens: 6, n: 2, seed: 3, ignore_eos: true });
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
   assert.equal(r.usage.completion_tokens, 12);
+});
+await check('n = 2 streaming: both indexes, same texts as non-streaming', async () => {
+  const body = { model: 'qwen', prompt: 'Once', max_tokens: 6, n: 2, seed: 3, ignore_eos: true };
+  const full = await client.completions.create(body);
+  const chunks = await collect(await client.completions.create({ ...body, stream: true }));
+  for (const index of [0, 1]) {
+    const text = chunks.flatMap((c) => c.choices).filter((c) => c.index === index).map((c) => c.text).join('');
+    assert.equal(text, full.choices[index].text);
+  }
+});
+await check('chat n = 2', async () => {
+  const r = await client.chat.completions.create({ model: 'qwen', messages, max_tokens: 4, n: 2, seed: 5, ignore_eos: true });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  assert.equal(r.usage.completion_tokens, 8);
 });
 await check('completion logprobs', async () => {
   const r = await client.completions.create({ model: 'qwen', prompt: 'Once', max_tokens: 4, logprobs: 2, temperature: 0, ignore_eos: true });
