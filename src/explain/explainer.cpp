@@ -164,7 +164,7 @@ SpeculativeTrace Explainer::speculate(const std::string& context, SpeculativeOpt
       proposer = std::make_unique<NgramProposer>(1, 3);
       break;
     case ProposerKind::self: {
-      const int64_t layers = options.self_layers > 0 ? options.self_layers : std::max<int64_t>(1, hparams().n_layer / 2);
+      const int64_t layers = options.self_layers > 0 ? options.self_layers : std::max<int64_t>(1, hparams().n_layer - 1);
       proposer = std::make_unique<SelfSpeculationProposer>(*loaded_.model, layers, options.sampling, n_positions, config_.n_threads);
       break;
     }

@@ -53,7 +53,7 @@ struct SpeculativeOptions {
   ProposerKind proposer = ProposerKind::ngram;
   int32_t gamma = 4;
   int64_t max_tokens = 48;
-  int64_t self_layers = 0;  // self-speculation: layers of the draft (0 → half the target's)
+  int64_t self_layers = 0;  // self-speculation: layers of the draft (0 → all but the last one)
   SamplingParams sampling;  // temperature 0 → greedy verification
 };
 

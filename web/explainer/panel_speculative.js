@@ -45,7 +45,7 @@ function listPasses(data) {
 
 export function setupSpeculativePanel(info) {
   const select = $('proposer');
-  const names = { ngram: 'n-gram (prompt lookup)', self: `self-speculation (first ${Math.max(1, Math.floor(info.n_layer / 2))} of ${info.n_layer} layers)`, draft: 'draft model' };
+  const names = { ngram: 'n-gram lookup', self: `self (${Math.max(1, info.n_layer - 1)} of ${info.n_layer} layers)`, draft: 'draft model' };
   for (const proposer of info.proposers) {
     const option = document.createElement('option');
     option.value = proposer;
