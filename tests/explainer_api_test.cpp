@@ -245,7 +245,9 @@ TEST_F(ExplainerApiTest, SpeculativePassesAccountForEveryTokenAndMatchGreedy) {
       emitted += pass["accepted"].get<int64_t>() + 1;
     }
     EXPECT_EQ(emitted, 20);
-    if (drafted > 0) EXPECT_NEAR(s["alpha"].get<double>(), static_cast<double>(accepted) / static_cast<double>(drafted), 1e-9);
+    if (drafted > 0) {
+      EXPECT_NEAR(s["alpha"].get<double>(), static_cast<double>(accepted) / static_cast<double>(drafted), 1e-9);
+    }
     EXPECT_NEAR(s["tokens_per_pass"].get<double>(), 20.0 / static_cast<double>(s["passes"].size()), 1e-9);
     EXPECT_NEAR(s["measured_speedup"].get<double>(), s["plain_seconds"].get<double>() / s["speculative_seconds"].get<double>(), 1e-9);
     ASSERT_EQ(s["theory"].size(), 51u);
