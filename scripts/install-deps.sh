@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config git
           libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
-          googletest libgtest-dev libbenchmark-dev curl)
+          googletest libgtest-dev libbenchmark-dev curl
+          chromium)  # the explainer's browser tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

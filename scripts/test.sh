@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, step 2: the whole test suite, three builds.
-#   1. optimized: every GoogleTest, plus the official `openai` npm client against `nucleus serve`
+#   1. optimized: every GoogleTest, plus the official `openai` npm client against `nucleus serve`,
+#      then the explainer UI's browser tests (chromium + playwright-core)
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer: the same
 #   3. ThreadSanitizer: the concurrency tests only (nucleus_tsan_tests: server load, server API,
 #      async engine), with OpenMP regions capped to one thread (see CMakeLists.txt for why)
@@ -31,6 +32,9 @@ step "release build + tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
+
+step "explainer browser tests (chromium + playwright-core)"
+bash scripts/test-browser.sh
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer build + tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNUCLEUS_SANITIZE=ON >/dev/null

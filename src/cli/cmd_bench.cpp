@@ -80,11 +80,8 @@ double run_once(Model& model, int64_t n_prompt, int64_t n_gen, int n_threads, ui
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     total += s;
     if (record) {
-      ForwardBatch batch;
-      for (size_t i = 0; i < tokens.size(); ++i)
-        batch.add(tokens[i], static_cast<int32_t>(runner.n_past() - static_cast<int64_t>(tokens.size()) + static_cast<int64_t>(i)), 0,
-                  i + 1 == tokens.size());
-      const StepCost c = estimate_step_cost(model, batch);
+      const auto n_tokens = static_cast<int64_t>(tokens.size());
+      const StepCost c = estimate_sequence_step_cost(model, runner.n_past() - n_tokens, n_tokens);
       record->cost.flops += c.flops;
       record->cost.weight_bytes += c.weight_bytes;
       record->cost.kv_bytes += c.kv_bytes;

@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "engine/beam_search_runner.h"
 #include "engine/sequence_group_runner.h"
 #include "engine/sequence_runner.h"
 #include "sampling/beam_search.h"
@@ -266,33 +267,11 @@ int run_beams(const GenerateOptions& options, Model& model, const Tokenizer& tok
   params.max_new_tokens = static_cast<int32_t>(setup.budget);
   params.min_new_tokens = options.stop.min_tokens;
   if (!options.stop.ignore_eos) params.end_of_generation_ids = tokenizer.end_of_generation_ids();
-  const int64_t n_vocab = model.hparams().n_vocab;
-  SequenceGroupRunner group(model,
-                            SequenceGroupRunner::blocks_needed(static_cast<int64_t>(setup.prompt.size()), setup.budget,
-                                                               params.num_beams, 16),
-                            static_cast<int64_t>(setup.prompt.size()) + setup.budget, setup.n_threads);
   Timing timing;
-  const auto prefill_start = std::chrono::steady_clock::now();
-  std::vector<SequenceGroupRunner::SequenceId> live = {group.prefill(setup.prompt)};
-  timing.prefill_seconds = seconds_since(prefill_start);
-
-  // Beams extend live sequences: fork every child first (sharing blocks), then drop the old beams,
-  // so only the partial last block of a beam with several children is ever copied.
-  const auto decode_start = std::chrono::steady_clock::now();
-  auto next_token_logits = [&](std::span<const int32_t> parents, std::span<const int32_t> tokens, float* out) {
-    if (parents.empty()) {
-      std::copy(group.logits().begin(), group.logits().begin() + n_vocab, out);
-      return;
-    }
-    std::vector<SequenceGroupRunner::SequenceId> children;
-    for (int32_t parent : parents) children.push_back(group.fork(live[static_cast<size_t>(parent)]));
-    for (SequenceGroupRunner::SequenceId old : live) group.release(old);
-    live = std::move(children);
-    const std::vector<float>& logits = group.step(live, tokens);
-    std::copy(logits.begin(), logits.end(), out);
-  };
-  const std::vector<BeamHypothesis> results = beam_search(params, setup.prompt, n_vocab, next_token_logits);
-  timing.decode_seconds = seconds_since(decode_start);
+  BeamSearchTiming beam_timing;
+  const std::vector<BeamHypothesis> results = run_beam_search(model, setup.prompt, params, setup.n_threads, &beam_timing);
+  timing.prefill_seconds = beam_timing.prefill_seconds;
+  timing.decode_seconds = beam_timing.decode_seconds;
 
   // Stop strings and min_tokens cut the returned text; they do not steer the search.
   const bool json = params.num_return_sequences > 1;

@@ -1,5 +1,6 @@
 // nucleus serve: the OpenAI-compatible HTTP server (server/http_server.h) over the continuous-batching
-// engine. The listener is bound first, so /health answers 503 while the model loads; SIGINT/SIGTERM
+// engine, plus the explainer UI at / (explain/explainer.h, on its own copy of the model). The
+// listener is bound first, so /health answers 503 while the model loads; SIGINT/SIGTERM
 // stop accepting work, give in-flight requests --shutdown-timeout seconds, abort the rest and exit 0.
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/async_engine.h"
+#include "explain/explainer.h"
 #include "server/http_server.h"
 #include "tokenizer/chat_template.h"
 
@@ -26,6 +28,7 @@ struct ServeOptions {
   int64_t max_model_len = 0;
   int64_t max_num_batched_tokens = 512;
   std::string chat_template;
+  std::string draft_path;  // the explainer's draft model for speculative decoding
   int n_threads = 0;
 };
 
@@ -69,6 +72,7 @@ int run_serve(const ServeOptions& options) {
 
   LoadedModel loaded;
   std::unique_ptr<AsyncEngine> engine;
+  std::unique_ptr<explain::Explainer> explainer;
   try {
     loaded = load_model(options.source);
     EngineConfig engine_config;
@@ -81,8 +85,15 @@ int run_serve(const ServeOptions& options) {
     const int64_t max_model_len = llm->max_model_len();
     engine = std::make_unique<AsyncEngine>(std::move(llm));
 
+    explain::ExplainerConfig explainer_config;
+    explainer_config.source = options.source;
+    explainer_config.draft_path = options.draft_path;
+    explainer_config.n_threads = engine_config.n_threads;
+    explainer = std::make_unique<explain::Explainer>(explainer_config);
+
     server::ServedModel served;
     served.engine = engine.get();
+    served.explainer = explainer.get();
     served.tokenizer = loaded.tokenizer.get();
     served.name = config.served_model_name;
     served.max_model_len = max_model_len;
@@ -103,6 +114,7 @@ int run_serve(const ServeOptions& options) {
                static_cast<long long>(engine->engine().max_model_len()));
   stop_threads();  // returns once a signal has shut the server down
   engine.reset();  // the engine loop stops before the model it runs goes away
+  explainer.reset();
   std::fprintf(stderr, "nucleus serve: stopped\n");
   return 0;
 }
@@ -111,7 +123,7 @@ int run_serve(const ServeOptions& options) {
 
 Runner add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
-  CLI::App* command = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)");
+  CLI::App* command = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, streaming, metrics) and the explainer UI at /");
   add_model_flags(*command, options->source);
   command->add_option("--host", options->server.host, "address to bind (default: loopback only)");
   command->add_option("--port", options->server.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
@@ -129,6 +141,7 @@ Runner add_serve_command(CLI::App& app) {
                       "seconds in-flight requests get on SIGINT/SIGTERM before they are aborted");
   command->add_option("--chat-template", options->chat_template, "chat template family: " + chat_template_names());
   command->add_option("-t,--threads", options->n_threads, "compute threads (default: all cores)");
+  command->add_option("--draft", options->draft_path, "draft model (same vocabulary) for the explainer's speculative panel");
   return [options] { return run_serve(*options); };
 }
 

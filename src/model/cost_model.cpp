@@ -20,4 +20,11 @@ StepCost estimate_step_cost(const Model& model, const ForwardBatch& batch) {
   return cost;
 }
 
+StepCost estimate_sequence_step_cost(const Model& model, int64_t n_past, int64_t n_tokens) {
+  ForwardBatch batch;
+  for (int64_t i = 0; i < n_tokens; ++i)
+    batch.add(0, static_cast<int32_t>(n_past + i), 0, i + 1 == n_tokens);
+  return estimate_step_cost(model, batch);
+}
+
 }  // namespace nucleus

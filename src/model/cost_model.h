@@ -17,5 +17,8 @@ struct StepCost {
 };
 
 StepCost estimate_step_cost(const Model& model, const ForwardBatch& batch);
+// One sequence with n_past tokens cached feeding n_tokens more, logits for the last one only: a
+// prefill (n_past = 0, n_tokens = prompt) or a decode step (n_tokens = 1).
+StepCost estimate_sequence_step_cost(const Model& model, int64_t n_past, int64_t n_tokens);
 
 }  // namespace nucleus

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/explainer_routes.h"
+#include "server/route_helpers.h"
 #include "server/openai_responses.h"
 #include "server/sse.h"
 
@@ -31,36 +33,6 @@ class WideBacklogServer : public httplib::Server {
  public:
   void widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
 };  // how often a waiting handler re-checks for shutdown
-
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump_json(body), "application/json");
-}
-
-void send_error(httplib::Response& res, const ApiError& e, int retry_after_seconds) {
-  send_json(res, e.status, error_body(e));
-  if (e.status == 503 || e.status == 429) res.set_header("Retry-After", std::to_string(retry_after_seconds));
-}
-
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON (or not valid UTF-8)", "invalid_request_error");
-  return body;
-}
-
-// Runs a handler, turning every exception into an OpenAI error response.
-template <class F>
-void guarded(httplib::Response& res, int retry_after_seconds, F&& handler) {
-  try {
-    handler();
-  } catch (const ApiError& e) {
-    send_error(res, e, retry_after_seconds);
-  } catch (const Error& e) {
-    send_error(res, ApiError(400, e.what(), "invalid_request_error"), retry_after_seconds);
-  } catch (const std::exception& e) {
-    send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"), retry_after_seconds);
-  }
-}
 
 }  // namespace
 
@@ -186,6 +158,12 @@ void HttpServer::register_routes() {
       require_served();
       send_json(res, 200, json::object());
     });
+  });
+
+  register_explainer_routes(http, retry_after, [this]() -> explain::Explainer& {
+    auto served = require_served();
+    if (!served->model.explainer) throw ApiError(503, "the explainer is not available on this server", "service_unavailable");
+    return *served->model.explainer;
   });
 
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

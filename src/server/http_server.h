@@ -4,6 +4,7 @@
 //   POST /v1/completions, /v1/chat/completions   (stream: SSE chunks, then "data: [DONE]")
 //   GET  /v1/models, /health (503 until a model is attached or while shutting down), /metrics
 //   POST /tokenize, /detokenize
+//   GET  / and /explainer/* (the explainer UI), /explain/* (its JSON data: explainer_routes.h)
 //
 // Limits: bodies over max_body_bytes get 413; with an API key every /v1/* route needs
 // "Authorization: Bearer KEY" (401); more sequences than max_num_seqs + max_waiting_seqs in flight get
@@ -30,6 +31,10 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace nucleus::explain {
+class Explainer;
+}
+
 namespace nucleus::server {
 
 // The loaded model as the server sees it. The engine and tokenizer are borrowed: they must outlive
@@ -41,6 +46,7 @@ struct ServedModel {
   std::string chat_template_error;
   std::string name;
   int64_t max_model_len = 0;
+  explain::Explainer* explainer = nullptr;  // the /explain/* endpoints (503 without one); borrowed like the engine
 };
 
 class HttpServer {

@@ -64,6 +64,8 @@ class SpeculativeGenerator {
   int64_t n_generated() const { return static_cast<int64_t>(tokens_.size()) - n_prompt_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }  // prompt + outputs
   const SpeculativeStats& stats() const { return stats_; }
+  // The draft tokens the last step() verified (its first stats().num_accepted-delta were kept).
+  const std::vector<int32_t>& last_draft_tokens() const { return proposal_.tokens; }
   int32_t gamma() const { return gamma_; }
   void set_gamma(int32_t gamma);  // between sequences or passes (adaptive γ)
   void set_verifier(SampledVerifier verifier) { verifier_ = verifier; }

@@ -1,0 +1,31 @@
+// The explainer's HTTP surface: the single-page UI (embedded at build time, static_assets.h) and the
+// JSON data endpoints behind its four panels. Routes parse and validate (400 naming the field, as
+// OpenAI does), call explain::Explainer, and write JSON; the logic lives in src/explain/.
+//
+//   GET  /                          the UI (index.html); /explainer/<file> its scripts and styles
+//   GET  /explain/info              model facts, defaults, available proposers
+//   POST /explain/distribution      {context, temperature, top_k, top_p, min_p, typical_p, top_n}
+//   POST /explain/sample            {context, sampling…, seed} → one token appended
+//   POST /explain/resample          {context, sampling…, seed, max_tokens} → a sentence
+//   POST /explain/continuations     {context, max_tokens, num_beams} → greedy and beam continuations
+//   POST /explain/trace             {context, max_tokens, sampling…} → per-step cost + machine roofline
+//   POST /explain/speculative       {context, proposer, gamma, max_tokens, temperature, self_layers, seed}
+//   POST /explain/batching          {batch_sizes, prompt_tokens, gen_tokens} → starts (202) or the cached curve (200)
+//   GET  /explain/batching          progress / result of the batching curve
+// docs/API.md documents every field and response.
+#pragma once
+#include <functional>
+
+namespace httplib {
+class Server;
+}
+namespace nucleus::explain {
+class Explainer;
+}
+
+namespace nucleus::server {
+
+// `explainer` returns the served explainer or throws ApiError (503 while loading / without one).
+void register_explainer_routes(httplib::Server& http, int retry_after_seconds, std::function<explain::Explainer&()> explainer);
+
+}  // namespace nucleus::server
