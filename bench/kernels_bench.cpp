@@ -1,0 +1,150 @@
+// One Google Benchmark per kernel, on TinyLlama-1.1B-sized rows (k = 2048, m = 5632 for matrices):
+//   dot/<type>/<isa>      one stored row · one activation row (the inner loop of every matmul)
+//   gemv/<type>/<isa>     a [5632 × 2048] matrix times one token, one thread — bytes/s is the weight
+//                         stream rate the decode roofline is about
+//   gemm/<type>/<isa>/N   the same matrix times N tokens (prefill, batched decode) — items/s counts
+//                         multiply-adds, i.e. arithmetic throughput
+//   rms_norm, softmax, swiglu, rope   the per-token operators, at model sizes
+// Every ISA this CPU supports is registered; NUCLEUS_ISA does not apply here.
+//
+//   cmake --build build --target benchmarks && build/bench/kernels_bench [--benchmark_filter=gemv]
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/quantize.h"
+
+namespace nucleus {
+namespace {
+
+constexpr int64_t kCols = 2048, kRows = 5632;
+
+std::vector<float> normal_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// A [rows × kCols] matrix of random weights stored in `type`, packed where the type has a packing.
+struct BenchMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+  BenchMatrix(GgmlType type, int64_t rows) {
+    const size_t row_bytes = ggml_row_size(type, kCols);
+    bytes.resize(row_bytes * static_cast<size_t>(rows));
+    const auto values = normal_values(static_cast<size_t>(kCols), 1);
+    for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data(), bytes.data() + r * row_bytes, kCols);
+    w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
+    pack_weights(w, 1);
+  }
+};
+
+void dot(benchmark::State& state, Isa isa, GgmlType type) {
+  BenchMatrix m(type, 1);
+  m.w.packed.reset();  // the row-major single-row kernel
+  const auto x = normal_values(kCols, 2);
+  MatmulScratch scratch;
+  const MatmulActivations a = prepare_activations(type, x.data(), 1, kCols, scratch);
+  const DotKernels& kernels = dot_kernels_for(isa);
+  for (auto _ : state) benchmark::DoNotOptimize(dot_row(kernels, m.w, 0, a, 0));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m.w.row_bytes));
+}
+
+void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type) {
+  const int64_t n_tokens = state.range(0);
+  static std::vector<std::unique_ptr<BenchMatrix>> cache;  // one matrix per type, built once
+  BenchMatrix* m = nullptr;
+  for (auto& c : cache)
+    if (c->w.type == type) m = c.get();
+  if (!m) m = cache.emplace_back(std::make_unique<BenchMatrix>(type, kRows)).get();
+  const auto x = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
+  MatmulScratch scratch;
+  const DotKernels& kernels = dot_kernels_for(isa);
+  for (auto _ : state) {
+    matmul(kernels, m->w, x.data(), n_tokens, y.data(), 1, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m->bytes.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * kRows * kCols);  // multiply-adds
+}
+
+void rms_norm_op(benchmark::State& state) {
+  const auto x = normal_values(kCols, 4), w = normal_values(kCols, 5);
+  std::vector<float> out(kCols);
+  for (auto _ : state) {
+    rms_norm(x.data(), w.data(), out.data(), kCols, 1e-5f);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kCols);
+}
+
+void softmax_op(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const auto base = normal_values(static_cast<size_t>(n), 6);
+  std::vector<float> x(base);
+  for (auto _ : state) {
+    x = base;
+    softmax(x.data(), n);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n);
+}
+
+void swiglu_op(benchmark::State& state) {
+  const auto gate = normal_values(kRows, 7), up = normal_values(kRows, 8);
+  std::vector<float> out(kRows);
+  for (auto _ : state) {
+    swiglu(gate.data(), up.data(), out.data(), kRows);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kRows);
+}
+
+void rope_op(benchmark::State& state) {
+  auto x = normal_values(64, 9);  // one head of TinyLlama
+  int64_t position = 0;
+  for (auto _ : state) {
+    rope(x.data(), 64, position++ % 2048, 10000.0f, false);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 64);
+}
+
+void register_all() {
+  const GgmlType types[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                            GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    for (GgmlType type : types) {
+      const std::string suffix = std::string(ggml_type_name(type)) + "/" + isa_name(isa);
+      benchmark::RegisterBenchmark(("dot/" + suffix).c_str(), dot, isa, type);
+      if (isa == Isa::Scalar) continue;  // the scalar matmul is a reference, minutes per run
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), matmul_tokens, isa, type)->Arg(1)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("gemm/" + suffix).c_str(), matmul_tokens, isa, type)
+          ->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::RegisterBenchmark("rms_norm/2048", rms_norm_op);
+  benchmark::RegisterBenchmark("softmax", softmax_op)->Arg(256)->Arg(2048);
+  benchmark::RegisterBenchmark("swiglu/5632", swiglu_op);
+  benchmark::RegisterBenchmark("rope/head64", rope_op);
+}
+
+}  // namespace
+}  // namespace nucleus
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  nucleus::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
