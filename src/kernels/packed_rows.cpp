@@ -1,5 +1,7 @@
 #include "kernels/packed_rows.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <new>
 
@@ -37,16 +39,24 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
   p->n_blocks = w.n_cols / 32;
   p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
-  const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
-  p->group_bytes = (raw + 63) / 64 * 64;
-  const size_t total = p->group_bytes * static_cast<size_t>(p->n_groups);
-  p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
+  p->group_bytes = (static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows) + 63) / 64 * 64;
+  // Large matrices are 2 MiB-aligned and advised as huge pages: a 1 GB model then takes ~500 page
+  // faults to pack, not ~250,000 (which cost seconds in a VM). Small ones would waste the rounding.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
+  const bool huge = bytes >= 4 * kHugePage;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t total = (bytes + align - 1) / align * align;
+  p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(align, total)));
   if (!p->data) throw Error("pack_rows: out of memory for " + std::to_string(total) + " bytes of packed weights");
+  if (huge) ::madvise(p->data.get(), total, MADV_HUGEPAGE);  // advisory: ignored where unsupported
   PackedRows& out = *p;
+  const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
   for (int64_t g = 0; g < out.n_groups; ++g) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
-    std::memset(base, 0, out.group_bytes);  // padding rows: zero quants and zero scales
+    // The last group's padding rows (and the alignment gap) must be zero quants and zero scales.
+    if ((g + 1) * kPackRows > out.n_rows || out.group_bytes != raw) std::memset(base, 0, out.group_bytes);
     uint16_t* scales = reinterpret_cast<uint16_t*>(base + static_cast<size_t>(out.n_blocks) * out.qs_block_bytes);
     for (int row = 0; row < kPackRows; ++row) {
       const int64_t r = g * kPackRows + row;
