@@ -1,6 +1,10 @@
+// Scalar reference operators: simple, obviously correct, the ground truth for the SIMD tables.
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "kernels/rope_table.h"
 
 namespace nucleus {
 
@@ -14,7 +18,7 @@ void rms_norm(const float* x, const float* weight, float* out, int64_t n, float 
 void rope(float* x, int64_t n_rot, int64_t position, float freq_base, bool neox) {
   const int64_t half = n_rot / 2;
   for (int64_t i = 0; i < half; ++i) {
-    const float theta = static_cast<float>(position) * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(n_rot));
+    const float theta = rope_angle(position, i, n_rot, freq_base);
     const float c = std::cos(theta), s = std::sin(theta);
     const int64_t a = neox ? i : 2 * i;
     const int64_t b = neox ? i + half : 2 * i + 1;
@@ -41,6 +45,63 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+namespace {
+
+// The table form of rope(): x[a]·C[a] + x[b]·S[a] is x0·cos − x1·sin rounded identically.
+void rope_heads(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, int64_t n_rot, bool neox) {
+  const float* c = cos_sin;          // [n_rot]
+  const float* s = cos_sin + n_rot;  // [n_rot]
+  const int64_t half = n_rot / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t a = neox ? i : 2 * i;
+      const int64_t b = neox ? i + half : 2 * i + 1;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c[a] + x1 * s[a];
+      v[b] = x1 * c[b] + x0 * s[b];
+    }
+  }
+}
+
+void add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void attention(const AttentionArgs& a) {
+  const int64_t d_n = a.head_dim;
+  for (int64_t p = 0; p < a.n_positions; ++p) {
+    const float* key = attention_row(a.keys, a, p);
+    for (int64_t h = 0; h < a.n_q; ++h) {
+      const float* q = a.q + h * d_n;
+      float dot = 0.0f;
+      for (int64_t d = 0; d < d_n; ++d) dot += q[d] * key[d];
+      a.scores[h * a.n_positions + p] = dot * a.scale;
+    }
+  }
+  for (int64_t h = 0; h < a.n_q; ++h) softmax(a.scores + h * a.n_positions, a.n_positions);
+  std::fill(a.out, a.out + a.n_q * d_n, 0.0f);
+  for (int64_t p = 0; p < a.n_positions; ++p) {
+    const float* value = attention_row(a.values, a, p);
+    for (int64_t h = 0; h < a.n_q; ++h) {
+      const float weight = a.scores[h * a.n_positions + p];
+      float* out = a.out + h * d_n;
+      for (int64_t d = 0; d < d_n; ++d) out[d] += weight * value[d];
+    }
+  }
+}
+
+void exp_row(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+
+}  // namespace
+
+const OpsKernels& scalar_ops_kernels() {
+  static const OpsKernels table{Isa::Scalar, rms_norm, rope_heads, softmax, swiglu, add, attention, exp_row};
+  return table;
 }
 
 }  // namespace nucleus

@@ -11,7 +11,9 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "kernels/rope_table.h"
 #include "model/model.h"
+#include "model/parallel_tokens.h"
 
 namespace nucleus {
 
@@ -25,7 +27,8 @@ struct Model::Scratch {
   std::vector<float> proj;    // [n_tokens, n_embd] output of Wo / Wdown
   std::vector<float> gate;    // [n_tokens, n_ff]
   std::vector<float> up;      // [n_tokens, n_ff]
-  std::vector<float> scores;  // [n_threads, max_position + 1]
+  std::vector<float> scores;  // [n_threads, group, max_position + 1] attention weights
+  RopeTable rope;             // cos/sin for this step's positions
   std::vector<float> out_x;   // [n_outputs, n_embd]
   MatmulScratch matmul;
 };
@@ -57,6 +60,7 @@ void Model::validate(const ForwardBatch& batch, const KvCache& kv) const {
 void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n_threads) {
   validate(batch, kv);
   const HParams& hp = hparams_;
+  const OpsKernels& ops = ops_kernels_for(kernels_->isa);  // the same instruction set as the matmuls
   const int64_t n = batch.n_tokens();
   const int64_t n_embd = hp.n_embd, kv_dim = hp.kv_dim(), head_dim = hp.head_dim, n_ff = hp.n_ff;
   const int64_t group = hp.n_head / hp.n_head_kv;  // query heads per KV head
@@ -67,6 +71,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   Scratch& s = *scratch_;
   int32_t max_pos = 0;
   for (int32_t p : batch.positions) max_pos = std::max(max_pos, p);
+  const int64_t n_positions_max = max_pos + 1;
 
   s.x.resize(static_cast<size_t>(n * n_embd));
   s.xn.resize(s.x.size());
@@ -77,83 +82,104 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   s.v.resize(s.k.size());
   s.gate.resize(static_cast<size_t>(n * n_ff));
   s.up.resize(s.gate.size());
-  s.scores.resize(static_cast<size_t>(n_threads) * static_cast<size_t>(max_pos + 1));
+  s.scores.resize(static_cast<size_t>(n_threads * group * n_positions_max));
+  s.rope.build(batch.positions.data(), n, hp.n_rot, hp.rope_freq_base, hp.rope_neox);
 
   for (int64_t i = 0; i < n; ++i) matrix_row_to_f32(weights_.token_embd, batch.tokens[i], s.x.data() + i * n_embd);
+
+  // x[i] += proj[i] when a sub-block's output is pending, then xn[i] = rms_norm(x[i]) · weight.
+  auto residual_and_norm = [&](bool add_proj, const std::vector<float>& norm_weight) {
+    for_each_token(n, n_embd, n_threads, [&](int64_t i) {
+      float* x = &s.x[i * n_embd];
+      if (add_proj) ops.add(x, &s.proj[i * n_embd], n_embd);
+      ops.rms_norm(x, norm_weight.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps);
+    });
+  };
+
+  // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
+  // each loaded key/value row; it is split only when there are too few units to keep every thread
+  // busy (decode of one token). A head's result does not depend on the split.
+  int64_t heads_per_unit = group;
+  while (heads_per_unit % 2 == 0 && n * hp.n_head / heads_per_unit < 2 * n_threads) heads_per_unit /= 2;
+  const int64_t units_per_kv_head = group / heads_per_unit;
+  const int64_t n_units = n * hp.n_head_kv * units_per_kv_head;
+  int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
+  for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * hp.n_head;
+  const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
     // --- attention ---
-    for (int64_t i = 0; i < n; ++i) rms_norm(&s.x[i * n_embd], L.attn_norm.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps);
+    residual_and_norm(/*add_proj=*/l > 0, L.attn_norm);  // the previous layer's FFN output joins here
     matmul(*kernels_, L.wq, s.xn.data(), n, s.q.data(), n_threads, s.matmul);
     matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
     matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
-    for (int64_t i = 0; i < n; ++i) {
-      float* q = &s.q[i * n_embd];
-      float* k = &s.k[i * kv_dim];
-      float* v = &s.v[i * kv_dim];
+    for_each_token(n, n_embd + 2 * kv_dim, n_threads, [&](int64_t i) {
+      float* q = &s.q[i * n_embd];    // [n_head, head_dim]
+      float* k = &s.k[i * kv_dim];    // [n_head_kv, head_dim]
+      float* v = &s.v[i * kv_dim];    // [n_head_kv, head_dim]
       if (!L.bq.empty()) {
-        for (int64_t j = 0; j < n_embd; ++j) q[j] += L.bq[j];
-        for (int64_t j = 0; j < kv_dim; ++j) k[j] += L.bk[j];
-        for (int64_t j = 0; j < kv_dim; ++j) v[j] += L.bv[j];
+        ops.add(q, L.bq.data(), n_embd);
+        ops.add(k, L.bk.data(), kv_dim);
+        ops.add(v, L.bv.data(), kv_dim);
       }
-      const int32_t pos = batch.positions[i];
-      for (int64_t h = 0; h < hp.n_head; ++h) rope(q + h * head_dim, hp.n_rot, pos, hp.rope_freq_base, hp.rope_neox);
-      for (int64_t h = 0; h < hp.n_head_kv; ++h) rope(k + h * head_dim, hp.n_rot, pos, hp.rope_freq_base, hp.rope_neox);
+      ops.rope(q, hp.n_head, head_dim, s.rope.row(i), hp.n_rot, hp.rope_neox);
+      ops.rope(k, hp.n_head_kv, head_dim, s.rope.row(i), hp.n_rot, hp.rope_neox);
       // Store this token's key and value where its block table says position `pos` lives.
+      const int32_t pos = batch.positions[i];
       const auto& table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])];
       const int32_t block = table[pos / block_size];
       std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
       std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
-    }
+    });
     // Every token attends to positions 0..pos of its own sequence (all written by now).
-    int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
-    for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * hp.n_head;
-    auto attend = [&](int64_t work, int thread) {
-      const int64_t i = work / hp.n_head, h = work % hp.n_head;
-      const int64_t kv_head = h / group;
-      const int32_t pos = batch.positions[i];
-      const auto& table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])];
-      const float* q = &s.q[i * n_embd + h * head_dim];
-      float* scores = &s.scores[static_cast<size_t>(thread) * static_cast<size_t>(max_pos + 1)];
-      for (int32_t p = 0; p <= pos; ++p) {
-        const float* key = kv.key(l, table[p / block_size], p % block_size) + kv_head * head_dim;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * key[d];
-        scores[p] = dot * attn_scale;
-      }
-      softmax(scores, pos + 1);
-      float* out = &s.attn[i * n_embd + h * head_dim];
-      std::fill(out, out + head_dim, 0.0f);
-      for (int32_t p = 0; p <= pos; ++p) {
-        const float* value = kv.value(l, table[p / block_size], p % block_size) + kv_head * head_dim;
-        const float a = scores[p];
-        for (int64_t d = 0; d < head_dim; ++d) out[d] += a * value[d];
-      }
+    auto attend = [&](int64_t unit, int thread) {
+      const int64_t i = unit / (hp.n_head_kv * units_per_kv_head);
+      const int64_t kv_head = unit / units_per_kv_head % hp.n_head_kv;
+      const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
+      AttentionArgs a;
+      a.q = &s.q[i * n_embd + first_head * head_dim];
+      a.out = &s.attn[i * n_embd + first_head * head_dim];
+      a.n_q = heads_per_unit;
+      a.head_dim = head_dim;
+      a.keys = kv.key(l, 0, 0) + kv_head * head_dim;
+      a.values = kv.value(l, 0, 0) + kv_head * head_dim;
+      a.kv_dim = kv_dim;
+      a.block_table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])].data();
+      a.block_size = block_size;
+      a.n_positions = batch.positions[i] + 1;
+      a.scale = attn_scale;
+      a.scores = &s.scores[static_cast<size_t>(thread * group * n_positions_max)];
+      ops.attention(a);
     };
-    if (n_threads > 1 && attention_work >= (1 << 16)) {
+    if (parallel_attention) {
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic)
-      for (int64_t work = 0; work < n * hp.n_head; ++work) attend(work, omp_get_thread_num());
+      for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
     } else {
-      for (int64_t work = 0; work < n * hp.n_head; ++work) attend(work, 0);
+      for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
     }
     matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
-    for (size_t j = 0; j < s.x.size(); ++j) s.x[j] += s.proj[j];
 
     // --- feed-forward (SwiGLU) ---
-    for (int64_t i = 0; i < n; ++i) rms_norm(&s.x[i * n_embd], L.ffn_norm.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps);
+    residual_and_norm(/*add_proj=*/true, L.ffn_norm);  // the attention output joins the stream
     matmul(*kernels_, L.w_gate, s.xn.data(), n, s.gate.data(), n_threads, s.matmul);
     matmul(*kernels_, L.w_up, s.xn.data(), n, s.up.data(), n_threads, s.matmul);
-    swiglu(s.gate.data(), s.up.data(), s.gate.data(), n * n_ff);
+    for_each_token(n, n_ff, n_threads, [&](int64_t i) {
+      ops.swiglu(&s.gate[i * n_ff], &s.up[i * n_ff], &s.gate[i * n_ff], n_ff);
+    });
     matmul(*kernels_, L.w_down, s.gate.data(), n, s.proj.data(), n_threads, s.matmul);
-    for (size_t j = 0; j < s.x.size(); ++j) s.x[j] += s.proj[j];
   }
-
+  // The last layer's FFN output joins the stream only for the rows whose logits are wanted.
   const int64_t n_out = batch.n_outputs();
   if (n_out == 0) return;
   s.out_x.resize(static_cast<size_t>(n_out * n_embd));
-  for (int64_t o = 0; o < n_out; ++o)
-    rms_norm(&s.x[batch.output_rows[o] * n_embd], weights_.output_norm.data(), &s.out_x[o * n_embd], n_embd, hp.rms_eps);
+  for_each_token(n_out, n_embd, n_threads, [&](int64_t o) {
+    const int64_t row = batch.output_rows[o];
+    float* out_x = &s.out_x[o * n_embd];
+    std::copy(&s.x[row * n_embd], &s.x[row * n_embd] + n_embd, out_x);
+    ops.add(out_x, &s.proj[row * n_embd], n_embd);
+    ops.rms_norm(out_x, weights_.output_norm.data(), out_x, n_embd, hp.rms_eps);
+  });
   matmul(*kernels_, weights_.output, s.out_x.data(), n_out, logits, n_threads, s.matmul);
 }
 

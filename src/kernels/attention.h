@@ -1,0 +1,33 @@
+// Causal attention of one query token for a group of query heads that share one KV head (GQA),
+// reading cached keys and values through the sequence's block table:
+//   out[h] = Σ_p softmax_p(scale · q[h]·key[p]) · value[p]      for p in 0..n_positions-1
+// The group shares every loaded key and value row. Each head's result is the same reduction
+// (over d, then over p in order) whatever the group size, so how the caller groups heads — and
+// how many tokens share the step — never changes a bit of it.
+#pragma once
+#include <cstdint>
+
+namespace nucleus {
+
+struct AttentionArgs {
+  const float* q;            // [n_q, head_dim] query vectors of the group's heads (consecutive heads)
+  float* out;                // [n_q, head_dim]
+  int64_t n_q;               // query heads in the group
+  int64_t head_dim;
+  const float* keys;         // this layer's key pool [num_blocks, block_size, kv_dim] + kv_head · head_dim
+  const float* values;       // this layer's value pool, same layout and offset
+  int64_t kv_dim;            // row stride of the pools
+  const int32_t* block_table;  // [⌈n_positions / block_size⌉] block ids of the sequence
+  int64_t block_size;
+  int64_t n_positions;       // the token attends to positions 0..n_positions-1 (its own included)
+  float scale;               // 1/sqrt(head_dim)
+  float* scores;             // scratch [n_q, n_positions]
+};
+
+// Row of position p in a pool laid out [num_blocks, block_size, kv_dim].
+inline const float* attention_row(const float* pool, const AttentionArgs& a, int64_t p) {
+  const int64_t block = a.block_table[p / a.block_size];
+  return pool + (block * a.block_size + p % a.block_size) * a.kv_dim;
+}
+
+}  // namespace nucleus

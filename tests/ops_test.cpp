@@ -1,0 +1,241 @@
+// Operators: every SIMD table against the scalar reference on random data (odd sizes included) —
+// bit for bit where the kernels are built to be identical (rope, add, head grouping in attention),
+// within a few ulp where the vector exp or the summation order differs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "kernels/ops.h"
+#include "kernels/rope_table.h"
+
+namespace nucleus {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Distance in representable floats (same sign assumed; both finite).
+int64_t ulp_distance(float a, float b) {
+  auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+const int64_t kSizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 2048, 2051};
+
+TEST(ScalarOps, RopeTableRowsRotateExactlyLikeRope) {
+  for (bool neox : {false, true}) {
+    for (float base : {10000.0f, 1000000.0f}) {
+      const int64_t head_dim = 64, n_rot = 64, n_heads = 2;
+      std::vector<int32_t> positions = {0, 1, 2, 17, 511, 4095, 32767};
+      RopeTable table;
+      table.build(positions.data(), static_cast<int64_t>(positions.size()), n_rot, base, neox);
+      for (size_t t = 0; t < positions.size(); ++t) {
+        std::vector<float> x = random_vector(n_heads * head_dim, static_cast<uint32_t>(t)), expected = x;
+        for (int64_t h = 0; h < n_heads; ++h) rope(expected.data() + h * head_dim, n_rot, positions[t], base, neox);
+        scalar_ops_kernels().rope(x.data(), n_heads, head_dim, table.row(static_cast<int64_t>(t)), n_rot, neox);
+        EXPECT_EQ(x, expected) << "neox " << neox << " base " << base << " position " << positions[t];
+      }
+    }
+  }
+}
+
+class SimdOps : public testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  }
+  const OpsKernels& simd() const { return ops_kernels_for(GetParam()); }
+  const OpsKernels& scalar() const { return scalar_ops_kernels(); }
+};
+
+TEST_P(SimdOps, ExpIsWithinOneUlpOfStdExp) {
+  std::vector<float> x;
+  for (float v = -104.0f; v <= 89.0f; v += 0.0037f) x.push_back(v);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> small(-1.0f, 1.0f);
+  for (int i = 0; i < 100000; ++i) x.push_back(small(rng));
+  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 88.7f, 88.72f, -87.33f, -87.34f, -100.0f, -103.9f, 1e-8f, -1e-8f})
+    x.push_back(v);
+  std::vector<float> got(x.size());
+  simd().exp(x.data(), got.data(), static_cast<int64_t>(x.size()));
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float expected = std::exp(x[i]);
+    const int64_t d = std::isinf(expected) ? (std::isinf(got[i]) ? 0 : 99) : ulp_distance(got[i], expected);
+    worst = std::max(worst, d);
+    ASSERT_LE(d, 1) << "exp(" << x[i] << ") = " << got[i] << ", std::exp gives " << expected;
+  }
+  RecordProperty("worst_ulp", std::to_string(worst));
+  // Beyond the clamps: exact limits; NaN stays NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> edge = {-inf, -1000.0f, 89.0f, 1000.0f, inf, std::nanf("")}, out(edge.size());
+  simd().exp(edge.data(), out.data(), static_cast<int64_t>(edge.size()));
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], inf);
+  EXPECT_EQ(out[3], inf);
+  EXPECT_EQ(out[4], inf);
+  EXPECT_TRUE(std::isnan(out[5]));
+}
+
+TEST_P(SimdOps, RmsNormMatchesScalar) {
+  for (int64_t n : kSizes) {
+    const auto x = random_vector(n, 1, 3.0f), w = random_vector(n, 2);
+    std::vector<float> expected(n), got(n);
+    scalar().rms_norm(x.data(), w.data(), expected.data(), n, 1e-5f);
+    simd().rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
+    for (int64_t i = 0; i < n; ++i) EXPECT_LE(ulp_distance(got[i], expected[i]), 2) << "n " << n << " i " << i;
+    std::vector<float> in_place = x;  // out may alias x
+    simd().rms_norm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
+    EXPECT_EQ(in_place, got);
+  }
+}
+
+TEST_P(SimdOps, RopeIsBitIdenticalToScalar) {
+  std::vector<int32_t> positions = {0, 3, 100, 2047};
+  for (bool neox : {false, true}) {
+    for (int64_t head_dim : {8, 12, 64, 80, 128}) {
+      for (int64_t n_rot : {head_dim, head_dim / 2 - (head_dim / 2) % 2, int64_t{2}}) {
+        RopeTable table;
+        table.build(positions.data(), static_cast<int64_t>(positions.size()), n_rot, 10000.0f, neox);
+        for (size_t t = 0; t < positions.size(); ++t) {
+          std::vector<float> expected = random_vector(3 * head_dim, static_cast<uint32_t>(head_dim + t)), got = expected;
+          scalar().rope(expected.data(), 3, head_dim, table.row(static_cast<int64_t>(t)), n_rot, neox);
+          simd().rope(got.data(), 3, head_dim, table.row(static_cast<int64_t>(t)), n_rot, neox);
+          EXPECT_EQ(got, expected) << "neox " << neox << " head_dim " << head_dim << " n_rot " << n_rot;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(SimdOps, SoftmaxMatchesScalar) {
+  for (int64_t n : kSizes) {
+    const auto x = random_vector(n, 3, 4.0f);
+    std::vector<float> expected = x, got = x;
+    scalar().softmax(expected.data(), n);
+    simd().softmax(got.data(), n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(got[i], expected[i], 1e-5f * expected[i] + 1e-12f) << "n " << n << " i " << i;
+      sum += got[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  std::vector<float> peaked = {-1000.0f, 0.0f, -1000.0f};  // exp underflows to exactly 0
+  simd().softmax(peaked.data(), 3);
+  EXPECT_EQ(peaked, (std::vector<float>{0.0f, 1.0f, 0.0f}));
+}
+
+TEST_P(SimdOps, SwigluMatchesScalar) {
+  for (int64_t n : kSizes) {
+    const auto gate = random_vector(n, 4, 6.0f), up = random_vector(n, 5);
+    std::vector<float> expected(n), got = gate;
+    scalar().swiglu(gate.data(), up.data(), expected.data(), n);
+    simd().swiglu(got.data(), up.data(), got.data(), n);  // out aliases gate, as in the forward pass
+    for (int64_t i = 0; i < n; ++i) EXPECT_LE(ulp_distance(got[i], expected[i]), 3) << "n " << n << " g " << gate[i];
+  }
+  std::vector<float> extreme = {-200.0f, 200.0f, 0.0f}, ones = {1, 1, 1}, out(3);
+  simd().swiglu(extreme.data(), ones.data(), out.data(), 3);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 200.0f);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
+TEST_P(SimdOps, AddIsBitIdenticalToScalar) {
+  for (int64_t n : kSizes) {
+    const auto x = random_vector(n, 6);
+    std::vector<float> expected = random_vector(n, 7), got = expected;
+    scalar().add(expected.data(), x.data(), n);
+    simd().add(got.data(), x.data(), n);
+    EXPECT_EQ(got, expected) << "n " << n;
+  }
+}
+
+// A block pool with the sequence's blocks scattered in it, as the paged cache leaves them.
+struct AttentionFixture {
+  int64_t head_dim, n_kv_head, n_q, n_positions, block_size = 16;
+  std::vector<float> keys, values, q;  // pools [num_blocks, block_size, kv_dim]; q [n_kv_head · n_q, head_dim]
+  std::vector<int32_t> block_table;
+
+  AttentionFixture(int64_t head_dim_, int64_t n_kv_head_, int64_t n_q_, int64_t n_positions_, uint32_t seed)
+      : head_dim(head_dim_), n_kv_head(n_kv_head_), n_q(n_q_), n_positions(n_positions_) {
+    const int64_t n_blocks = (n_positions + block_size - 1) / block_size, num_blocks = 2 * n_blocks + 1;
+    keys = random_vector(num_blocks * block_size * kv_dim(), seed);
+    values = random_vector(keys.size(), seed + 1);
+    q = random_vector(n_kv_head * n_q * head_dim, seed + 2, 0.5f);
+    for (int32_t b = 0; b < n_blocks; ++b) block_table.push_back(static_cast<int32_t>(num_blocks - 1 - 2 * b));
+  }
+  int64_t kv_dim() const { return n_kv_head * head_dim; }
+
+  // Heads [first, first + count) of KV head kv_head, written into out [n_kv_head · n_q, head_dim].
+  void run(const OpsKernels& ops, int64_t kv_head, int64_t first, int64_t count, std::vector<float>& out) const {
+    std::vector<float> scores(count * n_positions);
+    AttentionArgs a;
+    a.q = q.data() + (kv_head * n_q + first) * head_dim;
+    a.out = out.data() + (kv_head * n_q + first) * head_dim;
+    a.n_q = count;
+    a.head_dim = head_dim;
+    a.keys = keys.data() + kv_head * head_dim;
+    a.values = values.data() + kv_head * head_dim;
+    a.kv_dim = kv_dim();
+    a.block_table = block_table.data();
+    a.block_size = block_size;
+    a.n_positions = n_positions;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    a.scores = scores.data();
+    ops.attention(a);
+  }
+  std::vector<float> run_grouped(const OpsKernels& ops) const {
+    std::vector<float> out(q.size());
+    for (int64_t g = 0; g < n_kv_head; ++g) run(ops, g, 0, n_q, out);
+    return out;
+  }
+  std::vector<float> run_one_head_at_a_time(const OpsKernels& ops) const {
+    std::vector<float> out(q.size());
+    for (int64_t g = 0; g < n_kv_head; ++g)
+      for (int64_t h = 0; h < n_q; ++h) run(ops, g, h, 1, out);
+    return out;
+  }
+};
+
+TEST_P(SimdOps, AttentionMatchesScalar) {
+  for (int64_t head_dim : {8, 12, 64, 80}) {
+    for (int64_t n_positions : {1, 5, 16, 17, 40, 130}) {
+      const AttentionFixture f(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 1000 + n_positions));
+      const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], expected[i], 1e-5f) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
+    }
+  }
+}
+
+// Grouping query heads is a loading optimization only: every head's result is bit-identical to
+// computing it alone, so the forward pass may split groups to keep threads busy.
+TEST(Attention, HeadGroupingDoesNotChangeAnyBit) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    const AttentionFixture f(64, 2, 8, 37, 11);
+    EXPECT_EQ(f.run_grouped(ops_kernels_for(isa)), f.run_one_head_at_a_time(ops_kernels_for(isa))) << isa_name(isa);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, SimdOps, testing::Values(Isa::Avx2, Isa::Avx512),
+                         [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace nucleus
