@@ -37,8 +37,13 @@ async function timePrompt() {
   return pp / seconds;
 }
 
+// The batch's sequences are taken once and cleared between runs: a disposed sequence does not
+// return to the context's pool right away ("No sequences left" on the next run).
+let batchSequences = null;
 async function timeGeneration() {
-  const sequences = Array.from({ length: batch }, () => context.getSequence());
+  batchSequences ??= Array.from({ length: batch }, () => context.getSequence());
+  const sequences = batchSequences;
+  await Promise.all(sequences.map((s) => s.clearHistory()));
   if (promptForBatch > 0)
     await Promise.all(sequences.map((s) => s.evaluateWithoutGeneratingNewTokens(Array.from({ length: promptForBatch }, randomToken))));
   const start = process.hrtime.bigint();
@@ -49,7 +54,6 @@ async function timeGeneration() {
     }
   }));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  for (const s of sequences) s.dispose();
   return (tg * batch) / seconds;
 }
 

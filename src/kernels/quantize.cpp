@@ -26,8 +26,11 @@ void quantize_activations_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   const int64_t n_blocks = n / kQK8_0;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* xb = x + b * kQK8_0;
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    float amax = 0.0f;  // a plain compare (not fmax's NaN rules) lets the compiler vectorize it
+    for (int j = 0; j < kQK8_0; ++j) {
+      const float a = std::fabs(xb[j]);
+      amax = a > amax ? a : amax;
+    }
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[b].d = f32_to_f16(amax / 127.0f);
     for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
