@@ -1,5 +1,6 @@
 #include "engine/kv_cache_manager.h"
 
+#include <algorithm>
 #include <span>
 
 namespace nucleus {
@@ -33,7 +34,8 @@ bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens) {
 void KvCacheManager::cache_full_blocks(Request& request) {
   if (!prefix_caching_) return;
   const int64_t bs = block_size();
-  const int64_t full = request.num_computed_tokens / bs;
+  // Drafts computed this step are not tokens yet: only blocks of known tokens are registered.
+  const int64_t full = std::min(request.num_computed_tokens, request.num_tokens()) / bs;
   for (int64_t b = static_cast<int64_t>(request.block_hashes.size()); b < full; ++b) {
     std::span<const int32_t> tokens(request.tokens.data() + b * bs, static_cast<size_t>(bs));
     const uint64_t parent = b == 0 ? 0 : request.block_hashes[static_cast<size_t>(b - 1)];
@@ -41,6 +43,16 @@ void KvCacheManager::cache_full_blocks(Request& request) {
     pool_.register_full_block(request.block_table[static_cast<size_t>(b)], hash, tokens);
     request.block_hashes.push_back(hash);
   }
+}
+
+void KvCacheManager::release_unused_blocks(Request& request) {
+  const int64_t bs = block_size();
+  const auto keep = static_cast<size_t>((request.num_computed_tokens + bs - 1) / bs);
+  while (request.block_table.size() > keep) {
+    pool_.release(request.block_table.back());
+    request.block_table.pop_back();
+  }
+  if (request.block_hashes.size() > keep) request.block_hashes.resize(keep);
 }
 
 void KvCacheManager::free(Request& request) {

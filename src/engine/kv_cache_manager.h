@@ -20,6 +20,8 @@ class KvCacheManager {
   bool allocate_slots(Request& request, int64_t num_new_tokens);
   // Registers the request's newly completed full blocks in the prefix cache.
   void cache_full_blocks(Request& request);
+  // Releases the blocks past num_computed_tokens (a speculative step's rejected drafts).
+  void release_unused_blocks(Request& request);
   // Releases every block (last block first, so a prefix's head is evicted last).
   void free(Request& request);
 

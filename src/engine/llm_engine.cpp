@@ -1,6 +1,7 @@
 #include "engine/llm_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "core/error.h"
@@ -51,6 +52,9 @@ void LLMEngine::validate_request(const std::vector<int32_t>& prompt, const Reque
     throw Error("the prompt has " + std::to_string(n_prompt) + " tokens but the KV cache holds only " +
                 std::to_string(capacity) + " (raise --kv-cache-mem or --num-blocks)");
   validate_sampling_params(options.sampling);
+  if (options.num_speculative_tokens < 0 || options.num_speculative_tokens > kMaxSpeculativeTokens)
+    throw Error("num_speculative_tokens must be in [0, " + std::to_string(kMaxSpeculativeTokens) + "], got " +
+                std::to_string(options.num_speculative_tokens));
   if (options.stop.max_tokens < 0) throw Error("max_tokens must not be negative");
   if (options.stop.min_tokens < 0) throw Error("min_tokens must not be negative");
 }
@@ -112,9 +116,59 @@ void LLMEngine::abort(int64_t request_id) {
   requests_.erase(it);
 }
 
+void LLMEngine::propose_drafts() {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (auto& [id, owned] : requests_) {
+    Request& request = *owned;
+    request.draft.clear();
+    if (!request.speculative() || request.status != RequestStatus::running ||
+        request.num_computed_tokens != request.num_tokens() - 1)
+      continue;
+    // Drafts past the token budget could never be kept: the pass's own token is the last one.
+    const int64_t room = request.options.stop.max_tokens - request.num_output_tokens() - 1;
+    const auto num_draft = static_cast<int32_t>(std::min<int64_t>(request.options.num_speculative_tokens, room));
+    if (num_draft <= 0) continue;
+    const auto start = std::chrono::steady_clock::now();
+    Proposer& proposer = *request.options.proposer;
+    proposer.propose(DraftRequest{request.tokens, request.num_prompt_tokens, num_draft, request.sampler->seed(),
+                                  static_cast<uint64_t>(request.num_output_tokens())},
+                     request.draft);
+    const auto n_draft = static_cast<int64_t>(request.draft.tokens.size());
+    if (n_draft > num_draft || (!request.draft.probs.empty() && static_cast<int64_t>(request.draft.probs.size()) != n_draft * n_vocab))
+      throw Error("proposer " + proposer.name() + " returned a malformed proposal");
+    for (int32_t t : request.draft.tokens)
+      if (t < 0 || t >= n_vocab) throw Error("proposer " + proposer.name() + " proposed token id " + std::to_string(t) + ", out of range");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    request.spec.draft_seconds += seconds;
+    stats_.spec.draft_seconds += seconds;
+  }
+}
+
+bool LLMEngine::emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out) {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  request.tokens.push_back(token);
+  ++stats_.generated_tokens;
+  out.new_tokens.push_back(token);
+  out.num_output_tokens = request.num_output_tokens();
+  if (request.options.return_logits) out.logits.emplace_back(logits_row, logits_row + n_vocab);
+  const bool end_of_generation = tokenizer_ && tokenizer_->is_end_of_generation(token);
+  const std::string text = request.detokenizer ? request.detokenizer->push(token) : std::string();
+  out.text += request.stop->on_token(end_of_generation, text);
+  FinishReason reason = request.stop->finish_reason();
+  if (reason == FinishReason::none && request.num_tokens() >= max_model_len_) {
+    out.text += request.stop->finish(FinishReason::length);
+    reason = FinishReason::length;
+  }
+  if (reason == FinishReason::none) return false;
+  if (reason == FinishReason::length && request.detokenizer) out.text += request.detokenizer->flush();
+  finish(request, reason, out);
+  return true;
+}
+
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::move(aborted_outputs_);
   aborted_outputs_.clear();
+  propose_drafts();
   const SchedulerOutput plan = scheduler_.schedule();
   stats_.preemptions += plan.num_preempted;
   stats_.prefix_cached_tokens += plan.num_prefix_cached_tokens;
@@ -129,34 +183,50 @@ std::vector<RequestOutput> LLMEngine::step() {
 
   const int64_t n_vocab = model_.hparams().n_vocab;
   std::vector<int64_t> finished_ids;
-  for (size_t i = 0; i < step_result_.sampling.size(); ++i) {
-    Request& request = *step_result_.sampling[i];
-    const float* row = step_result_.logits.data() + i * static_cast<size_t>(n_vocab);
-    const SamplingContext context{std::span<const int32_t>(request.tokens),
-                                  static_cast<uint64_t>(request.num_output_tokens())};
-    const int32_t token = request.sampler->sample(row, n_vocab, context);
-    request.tokens.push_back(token);
-    ++stats_.generated_tokens;
+  for (const ModelRunner::SampledRows& rows : step_result_.sampling) {
+    Request& request = *rows.request;
+    const float* logits = step_result_.logits.data() + rows.first_row * n_vocab;
+    const auto first_position = static_cast<uint64_t>(request.num_output_tokens());
+    // The pass's tokens: a plain sample, or the accepted drafts and one more.
+    std::vector<int32_t>& emitted = emitted_;
+    emitted.clear();
+    if (request.speculative()) {
+      // The token budget may have cut the drafts short: only the computed ones are verified.
+      const int64_t n_draft = rows.n_rows - 1;
+      request.draft.tokens.resize(static_cast<size_t>(n_draft));
+      if (!request.draft.probs.empty()) request.draft.probs.resize(static_cast<size_t>(n_draft * n_vocab));
+      const VerificationResult result = verifier_.verify(*request.sampler, request.tokens, request.draft, logits, n_vocab,
+                                                         request.sampler->seed(), first_position);
+      emitted.assign(request.draft.tokens.begin(), request.draft.tokens.begin() + result.num_accepted);
+      emitted.push_back(result.token);
+      SpeculativeStats pass;
+      pass.num_passes = 1;
+      pass.num_proposed = n_draft;
+      pass.num_accepted = result.num_accepted;
+      pass.num_emitted = result.num_accepted + 1;
+      request.spec.add(pass);
+      stats_.spec.add(pass);
+    } else {
+      const SamplingContext context{std::span<const int32_t>(request.tokens), first_position};
+      emitted.push_back(request.sampler->sample(logits, n_vocab, context));
+    }
+    request.draft.clear();
 
     RequestOutput out;
     out.request_id = request.id;
-    out.new_tokens.push_back(token);
     out.num_prompt_tokens = request.num_prompt_tokens;
-    out.num_output_tokens = request.num_output_tokens();
     out.seed = request.sampler->seed();
-    if (request.options.return_logits) out.logits.emplace_back(row, row + n_vocab);
-    const bool end_of_generation = tokenizer_ && tokenizer_->is_end_of_generation(token);
-    const std::string text = request.detokenizer ? request.detokenizer->push(token) : std::string();
-    out.text = request.stop->on_token(end_of_generation, text);
-    FinishReason reason = request.stop->finish_reason();
-    if (reason == FinishReason::none && request.num_tokens() >= max_model_len_) {
-      out.text += request.stop->finish(FinishReason::length);
-      reason = FinishReason::length;
-    }
-    if (reason != FinishReason::none) {
-      if (reason == FinishReason::length && request.detokenizer) out.text += request.detokenizer->flush();
-      finish(request, reason, out);
+    bool finished = false;
+    for (size_t k = 0; k < emitted.size() && !finished; ++k)
+      finished = emit(request, emitted[k], logits + static_cast<int64_t>(k) * n_vocab, out);
+    out.spec = request.spec;
+    if (finished) {
       finished_ids.push_back(request.id);
+    } else if (request.speculative()) {
+      // The cache keeps the last token and the accepted drafts; rejected drafts' blocks go back.
+      request.num_computed_tokens = request.num_tokens() - 1;
+      kv_manager_.release_unused_blocks(request);
+      kv_manager_.cache_full_blocks(request);
     }
     outputs.push_back(std::move(out));
   }

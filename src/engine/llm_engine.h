@@ -14,9 +14,13 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
+#include "spec/draft_verifier.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {
+
+// The most draft tokens a request may ask to verify per step.
+inline constexpr int32_t kMaxSpeculativeTokens = 64;
 
 struct EngineConfig {
   int64_t num_blocks = 0;         // KV pool size in blocks; 0 → from kv_cache_bytes
@@ -41,6 +45,7 @@ struct RequestOutput {
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;
   uint64_t seed = 0;
+  SpeculativeStats spec;  // the request's speculative counters so far (zero for plain requests)
 };
 
 struct EngineStats {
@@ -54,6 +59,7 @@ struct EngineStats {
   int64_t computed_tokens = 0;         // tokens run through the model
   int64_t prefix_cached_tokens = 0;    // prompt tokens served from the prefix cache
   BlockPoolCounters block_pool;
+  SpeculativeStats spec;               // over every speculative request (target_seconds not kept)
   double kv_usage() const { return kv_blocks_total ? static_cast<double>(kv_blocks_used) / static_cast<double>(kv_blocks_total) : 0.0; }
   double prefix_hit_rate() const {
     return block_pool.prefix_queries ? static_cast<double>(block_pool.prefix_hits) / static_cast<double>(block_pool.prefix_queries) : 0.0;
@@ -84,6 +90,10 @@ class LLMEngine {
 
  private:
   void finish(Request& request, FinishReason reason, RequestOutput& output);
+  // Drafts for every speculative request about to verify (running, all but its last token cached).
+  void propose_drafts();
+  // Appends one generated token to the request and its output; true when that finished it.
+  bool emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out);
 
   Model& model_;
   const Tokenizer* tokenizer_;
@@ -100,6 +110,8 @@ class LLMEngine {
   uint64_t next_arrival_ = 0;
   EngineStats stats_;
   ModelRunner::StepResult step_result_;
+  DraftVerifier verifier_;
+  std::vector<int32_t> emitted_;
 };
 
 // Blocks for a KV budget in bytes (f32 keys and values of every layer).

@@ -9,11 +9,14 @@ void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
     Request& r = *s.request;
     const auto seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(r.block_table);
+    const int64_t n_known = r.num_tokens();
     for (int64_t i = 0; i < s.num_tokens; ++i) {
       const int64_t pos = r.num_computed_tokens + i;
-      const bool last_known = pos + 1 == r.num_tokens();
-      batch_.add(r.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), seq, last_known);
-      if (last_known) result.sampling.push_back(&r);
+      const int32_t token = pos < n_known ? r.tokens[static_cast<size_t>(pos)] : r.draft.tokens[static_cast<size_t>(pos - n_known)];
+      const bool output = pos + 1 >= n_known;  // the last known token, then each draft
+      if (output && pos + 1 == n_known) result.sampling.push_back({&r, batch_.n_outputs(), 0});
+      if (output) ++result.sampling.back().n_rows;
+      batch_.add(token, static_cast<int32_t>(pos), seq, output);
     }
   }
   const int64_t n_vocab = model_.hparams().n_vocab;

@@ -3,6 +3,8 @@
 // `tokens` is the prompt followed by the outputs so far. num_computed_tokens of them have their
 // keys and values in the KV cache; a step computes some more (a prefill chunk, or the one new
 // token of a decode), and when it reaches tokens.size() the request samples its next token.
+// A speculative request's step computes its last token plus the drafts; verification then keeps
+// the accepted drafts and one more token, and num_computed_tokens falls back to tokens.size() − 1.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,6 +13,8 @@
 
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
+#include "spec/proposer.h"
+#include "spec/speculative_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {
@@ -21,6 +25,12 @@ struct RequestOptions {
   SamplingParams sampling;
   StopParams stop;               // max_tokens, min_tokens, stop strings, ignore_eos
   bool return_logits = false;    // copy each sampled position's raw logits into the output
+  // Speculative decoding: before each step the proposer drafts up to num_speculative_tokens (γ),
+  // and the target verifies them in the same forward pass as every other request's tokens
+  // (rejection sampling with the request's sampler chain and seed). Null or γ = 0: plain decoding.
+  // The proposer serves this request alone (it may keep per-sequence state, e.g. a draft KV cache).
+  std::shared_ptr<Proposer> proposer;
+  int32_t num_speculative_tokens = 0;
 };
 
 struct Request {
@@ -40,8 +50,20 @@ struct Request {
   std::vector<uint64_t> block_hashes;   // prefix hashes of the full blocks registered so far
   int64_t num_preemptions = 0;
 
+  // Speculative decoding: this step's drafts (they follow `tokens` in the batch) and the counters.
+  DraftProposal draft;
+  SpeculativeStats spec;
+
   int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  bool speculative() const { return options.proposer != nullptr && options.num_speculative_tokens > 0; }
+  // How far the scheduler computes: every known token plus this step's drafts — except that a
+  // speculative request's prefill stops before its last token, which then enters the first
+  // verification pass together with the drafts (as in SpeculativeGenerator, so both agree).
+  int64_t num_tokens_to_compute() const {
+    if (speculative() && num_computed_tokens < num_tokens() - 1) return num_tokens() - 1;
+    return num_tokens() + static_cast<int64_t>(draft.tokens.size());
+  }
 };
 
 }  // namespace nucleus

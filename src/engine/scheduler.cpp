@@ -12,6 +12,7 @@ void Scheduler::add(Request* request) {
 void Scheduler::preempt(Request* request) {
   kv_.free(*request);
   request->num_computed_tokens = 0;
+  request->draft.clear();
   request->status = RequestStatus::waiting;
   ++request->num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), request));
@@ -29,7 +30,7 @@ SchedulerOutput Scheduler::schedule() {
   for (Request* request : snapshot) {
     if (budget <= 0) break;
     if (request->status != RequestStatus::running) continue;  // preempted earlier in this step
-    const int64_t num_new = std::min(request->num_tokens() - request->num_computed_tokens, budget);
+    const int64_t num_new = std::min(request->num_tokens_to_compute() - request->num_computed_tokens, budget);
     if (num_new <= 0) continue;
     bool scheduled = true;
     while (!kv_.allocate_slots(*request, num_new)) {
@@ -60,7 +61,7 @@ SchedulerOutput Scheduler::schedule() {
     Request* request = waiting_.front();
     const int64_t cached = kv_.acquire_cached_prefix(*request);
     request->num_computed_tokens = cached;
-    const int64_t num_new = std::min(request->num_tokens() - cached, budget);
+    const int64_t num_new = std::min(request->num_tokens_to_compute() - cached, budget);
     if (!kv_.allocate_slots(*request, num_new)) {
       kv_.free(*request);  // give the prefix hits back; wait for blocks (FCFS: nobody jumps the queue)
       request->num_computed_tokens = 0;

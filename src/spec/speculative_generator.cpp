@@ -14,15 +14,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 }  // namespace
 
-void SpeculativeStats::add(const SpeculativeStats& other) {
-  num_passes += other.num_passes;
-  num_proposed += other.num_proposed;
-  num_accepted += other.num_accepted;
-  num_emitted += other.num_emitted;
-  draft_seconds += other.draft_seconds;
-  target_seconds += other.target_seconds;
-}
-
 SpeculativeGenerator::SpeculativeGenerator(Model& target, Proposer& proposer, const SamplingParams& params,
                                            int32_t gamma, int64_t n_ctx, int n_threads)
     : target_(target), proposer_(proposer), chain_(params), gamma_(gamma), n_ctx_(n_ctx),
@@ -72,32 +63,8 @@ std::span<const int32_t> SpeculativeGenerator::step() {
   batch_.assign(1, tokens_.back());
   batch_.insert(batch_.end(), proposal_.tokens.begin(), proposal_.tokens.end());
   const std::vector<float>& logits = runner_.feed(batch_, /*all_logits=*/true);  // [n_draft + 1, n_vocab]
-  context_.assign(tokens_.begin(), tokens_.end());
-  context_.insert(context_.end(), proposal_.tokens.begin(), proposal_.tokens.end());
-  auto context_at = [&](int32_t i) {  // the sequence before row i's token
-    return SamplingContext{std::span<const int32_t>(context_).first(static_cast<size_t>(n_before + i)),
-                           first_position + static_cast<uint64_t>(i)};
-  };
-
-  VerificationResult result;
-  if (chain_.greedy()) {
-    // Rows only up to the first mismatch are needed.
-    target_tokens_.clear();
-    for (int32_t i = 0; i <= n_draft; ++i) {
-      target_tokens_.push_back(chain_.sample(logits.data() + static_cast<int64_t>(i) * n_vocab, n_vocab, context_at(i)));
-      if (i < n_draft && target_tokens_.back() != proposal_.tokens[static_cast<size_t>(i)]) break;
-    }
-    result = verify_greedy(proposal_.tokens, target_tokens_);
-  } else {
-    target_probs_.assign(static_cast<size_t>((n_draft + 1) * n_vocab), 0.0f);
-    for (int32_t i = 0; i <= n_draft; ++i) {
-      const Candidates& p = chain_.distribution(logits.data() + static_cast<int64_t>(i) * n_vocab, n_vocab, context_at(i));
-      float* row = target_probs_.data() + static_cast<int64_t>(i) * n_vocab;
-      for (size_t j = 0; j < p.size(); ++j) row[p.ids[j]] = p.probs[j];
-    }
-    result = verifier_(proposal_.tokens, target_probs_.data(), proposal_.probs.empty() ? nullptr : proposal_.probs.data(),
-                       n_vocab, seed_, first_position);
-  }
+  const VerificationResult result = verifier_.verify(chain_, std::span<const int32_t>(tokens_), proposal_,
+                                                     logits.data(), n_vocab, seed_, first_position);
 
   // Keep the last token and the accepted drafts in the cache; the new token is the next pass's input.
   runner_.truncate(n_before + result.num_accepted);

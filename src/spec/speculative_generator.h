@@ -18,32 +18,12 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "spec/proposer.h"
+#include "spec/draft_verifier.h"
 #include "spec/rejection_sampler.h"
 #include "spec/speculative_runner.h"
+#include "spec/speculative_stats.h"
 
 namespace nucleus {
-
-struct SpeculativeStats {
-  int64_t num_passes = 0;       // target forward passes after the prefill
-  int64_t num_proposed = 0;     // draft tokens verified
-  int64_t num_accepted = 0;     // draft tokens kept
-  int64_t num_emitted = 0;      // tokens produced (accepted + one per pass)
-  double draft_seconds = 0.0;   // time in the proposer
-  double target_seconds = 0.0;  // time in target forward passes (verification) and sampling
-
-  double acceptance_rate() const {  // α
-    return num_proposed > 0 ? static_cast<double>(num_accepted) / static_cast<double>(num_proposed) : 0.0;
-  }
-  double tokens_per_pass() const {
-    return num_passes > 0 ? static_cast<double>(num_emitted) / static_cast<double>(num_passes) : 0.0;
-  }
-  void add(const SpeculativeStats& other);
-};
-
-// The verification rule; replaceable so tests can check that a broken rule is detected.
-using SampledVerifier = VerificationResult (*)(std::span<const int32_t> draft_tokens, const float* target_probs,
-                                               const float* draft_probs, int64_t n_vocab, uint64_t seed,
-                                               uint64_t first_position);
 
 class SpeculativeGenerator {
  public:
@@ -68,7 +48,7 @@ class SpeculativeGenerator {
   const std::vector<int32_t>& last_draft_tokens() const { return proposal_.tokens; }
   int32_t gamma() const { return gamma_; }
   void set_gamma(int32_t gamma);  // between sequences or passes (adaptive γ)
-  void set_verifier(SampledVerifier verifier) { verifier_ = verifier; }
+  void set_verifier(SampledVerifier verifier) { verifier_.set_verifier(verifier); }
 
  private:
   Model& target_;
@@ -77,16 +57,13 @@ class SpeculativeGenerator {
   int32_t gamma_;
   int64_t n_ctx_;
   SpeculativeRunner runner_;
-  SampledVerifier verifier_ = verify_sampled;
+  DraftVerifier verifier_;
 
   uint64_t seed_ = 0;
   int64_t n_prompt_ = 0;
   int64_t max_new_tokens_ = 0;
   std::vector<int32_t> tokens_;         // prompt + outputs
-  std::vector<int32_t> context_;        // tokens_ + drafts: what the penalties see at each row
   std::vector<int32_t> batch_;          // [1 + n_draft] last token, drafts
-  std::vector<float> target_probs_;     // [n_draft + 1, n_vocab]
-  std::vector<int32_t> target_tokens_;  // greedy: [n_draft + 1]
   DraftProposal proposal_;
   SpeculativeStats stats_;
 };
