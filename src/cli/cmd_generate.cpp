@@ -7,9 +7,12 @@
 // and, for every sequence at the end,
 //   {"index", "text", "finish_reason", "num_tokens"}   (+ "score", "sum_logprobs" for beams).
 //
-// Modes: one sampled sequence (SequenceRunner); --n N samples that share the prompt's prefill and KV
-// blocks, sample i drawing with sample_seed(seed, i) (sample 0 equals the --n 1 run); --beams N beam
-// search over shared, copy-on-write KV blocks (SequenceGroupRunner).
+// Modes: one sampled sequence through the batching engine (AsyncEngine, the path the server takes),
+// optionally speculative (--draft MODEL | --spec ngram|self:K, --gamma G: same distribution, greedy
+// gives the same tokens); with --logprobs, one sequence on a SequenceRunner; --n N samples that
+// share the prompt's prefill and KV blocks, sample i drawing with sample_seed(seed, i) (sample 0
+// equals the --n 1 run); --beams N beam search over shared, copy-on-write KV blocks
+// (SequenceGroupRunner). `nucleus speculate` is another name for `generate`.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -18,7 +21,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/speculation_flags.h"
 #include "core/error.h"
+#include "engine/async_engine.h"
 #include "engine/beam_search_runner.h"
 #include "engine/sequence_group_runner.h"
 #include "engine/sequence_runner.h"
@@ -49,6 +54,7 @@ struct GenerateOptions {
   StopParams stop;
   LogprobsParams logprobs;
   std::string logprobs_source = "raw";
+  SpeculationFlags speculation;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -99,11 +105,13 @@ struct Timing {
   int64_t n_generated = 0;
 };
 
-void print_summary(const Setup& setup, const Timing& timing, uint64_t seed) {
+// decoded: the tokens produced within decode_seconds (default: all generated).
+void print_summary(const Setup& setup, const Timing& timing, uint64_t seed, int64_t decoded = -1) {
+  if (decoded < 0) decoded = timing.n_generated;
   std::fprintf(stderr, "prompt tokens: %zu, prefill: %.1f tok/s, generated: %lld, decode: %.1f tok/s, seed: %llu\n",
                setup.prompt.size(), static_cast<double>(setup.prompt.size()) / std::max(timing.prefill_seconds, 1e-9),
                static_cast<long long>(timing.n_generated),
-               static_cast<double>(timing.n_generated) / std::max(timing.decode_seconds, 1e-9),
+               static_cast<double>(decoded) / std::max(timing.decode_seconds, 1e-9),
                static_cast<unsigned long long>(seed));
 }
 
@@ -199,6 +207,67 @@ int run_single(const GenerateOptions& options, Model& model, const Tokenizer& to
   timing.decode_seconds = seconds_since(decode_start);
   timing.n_generated = sequence.n_generated();
   print_summary(setup, timing, sequence.chain.seed());
+  return 0;
+}
+
+// One sequence through the batching engine; speculative when --draft or --spec is given.
+int run_on_engine(const GenerateOptions& options, const LoadedModel& loaded, const Setup& setup) {
+  Model& model = *loaded.model;
+  const Tokenizer& tokenizer = *loaded.tokenizer;
+  RequestOptions request;
+  request.sampling = sampling_params_for(options, tokenizer);
+  request.stop = options.stop;
+  const auto n_prompt = static_cast<int64_t>(setup.prompt.size());
+  std::unique_ptr<ProposerFactory> proposers;
+  if (options.speculation.enabled()) {
+    proposers = std::make_unique<ProposerFactory>(options.speculation, loaded);
+    request.num_speculative_tokens = options.speculation.gamma;
+    request.proposer = proposers->make(request.sampling, n_prompt + setup.budget + request.num_speculative_tokens, setup.n_threads);
+  }
+  EngineConfig config;
+  config.block_size = 16;
+  config.num_blocks = (n_prompt + setup.budget + request.num_speculative_tokens) / config.block_size + 2;
+  config.max_model_len = setup.n_ctx;
+  config.max_num_batched_tokens = std::max<int64_t>(512, n_prompt + request.num_speculative_tokens + 1);
+  config.max_num_seqs = 1;
+  config.enable_prefix_caching = false;
+  config.n_threads = setup.n_threads;
+  AsyncEngine engine(std::make_unique<LLMEngine>(model, &tokenizer, config));
+
+  // Timing from the engine's own timestamps: its loop thread may run ahead of this reader.
+  Timing timing;
+  const auto start = std::chrono::steady_clock::now();
+  const std::shared_ptr<RequestStream> stream = engine.submit(setup.prompt, request);
+  RequestOutput out, last;
+  std::chrono::steady_clock::time_point first_token_at{};
+  int64_t first_token_count = 0;
+  while (stream->next(out)) {
+    if (!out.error.empty()) throw Error(out.error);
+    if (first_token_count == 0 && !out.new_tokens.empty()) {  // the prompt's pass ends with the first token(s)
+      first_token_at = out.produced_at;
+      first_token_count = out.num_output_tokens;
+    }
+    write(out.text);
+    if (!out.new_tokens.empty()) last = out;
+  }
+  write("\n");
+  if (first_token_count > 0) {
+    timing.prefill_seconds = std::chrono::duration<double>(first_token_at - start).count();
+    timing.decode_seconds = std::chrono::duration<double>(last.produced_at - first_token_at).count();
+  }
+  // Decode speed counts the tokens after the first pass over the time after it.
+  timing.n_generated = last.num_output_tokens;
+  if (!last.new_tokens.empty() && tokenizer.is_end_of_generation(last.new_tokens.back()) && !options.stop.ignore_eos)
+    --timing.n_generated;
+  const int64_t decoded = std::max<int64_t>(0, last.num_output_tokens - first_token_count);
+  print_summary(setup, timing, last.seed ? last.seed : *request.sampling.seed, decoded);
+  if (proposers) {
+    const SpeculativeStats& spec = last.spec;
+    std::fprintf(stderr, "speculative: %s, gamma %d | proposed %lld, accepted %lld, alpha %.3f, tokens per pass %.2f (%lld passes)\n",
+                 proposers->describe().c_str(), options.speculation.gamma, static_cast<long long>(spec.num_proposed),
+                 static_cast<long long>(spec.num_accepted), spec.acceptance_rate(), spec.tokens_per_pass(),
+                 static_cast<long long>(spec.num_passes));
+  }
   return 0;
 }
 
@@ -339,6 +408,8 @@ int run_generate(GenerateOptions options) {
   if (beam_mode && (options.beams.num_return_sequences < 1 || options.beams.num_return_sequences > options.beams.num_beams))
     throw Error("--num-return-sequences must be between 1 and --beams");
   if (options.stop.min_tokens > options.n_predict) throw Error("--min-tokens exceeds -n");
+  if (options.speculation.enabled() && (beam_mode || options.n_samples > 1 || options.logprobs.enabled()))
+    throw Error("speculative decoding (--draft/--spec) runs one sequence: it cannot be combined with --n, --beams or --logprobs");
   validate_sampling_params(options.sampling);
 
   LoadedModel loaded = load_model(options.source);
@@ -362,7 +433,8 @@ int run_generate(GenerateOptions options) {
 
   if (beam_mode) return run_beams(options, model, tokenizer, setup);
   if (options.n_samples > 1) return run_samples(options, model, tokenizer, setup);
-  return run_single(options, model, tokenizer, setup);
+  if (options.logprobs.enabled()) return run_single(options, model, tokenizer, setup);
+  return run_on_engine(options, loaded, setup);
 }
 
 }  // namespace
@@ -370,6 +442,7 @@ int run_generate(GenerateOptions options) {
 Runner add_generate_command(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "generate text from a prompt");
+  cmd->alias("speculate");
   SamplingParams& s = options->sampling;
   add_model_flags(*cmd, options->source);
   cmd->add_option("-p,--prompt", options->prompt, "prompt text (empty: start from BOS)");
@@ -408,6 +481,8 @@ Runner add_generate_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--no-repeat-ngram-size", options->beams.no_repeat_ngram_size, "beam search: ban repeated n-grams")
       ->check(CLI::NonNegativeNumber);
+
+  add_speculation_flags(*cmd, options->speculation);
 
   // Stop conditions and logprobs.
   cmd->add_option("--stop", options->stop.stop, "stop string, never printed; repeatable")->allow_extra_args(false);

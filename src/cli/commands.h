@@ -26,7 +26,6 @@ Runner add_quantize_command(CLI::App& app);
 Runner add_synth_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_chat_command(CLI::App& app);
-Runner add_speculate_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 
 }  // namespace nucleus::cli

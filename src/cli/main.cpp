@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
                                  add_inspect_command(app), add_convert_command(app),  add_quantize_command(app),
                                  add_synth_command(app),    add_bench_command(app),
                                  add_chat_command(app),
-                                 add_serve_command(app),
-                                 add_speculate_command(app)};
+                                 add_serve_command(app)};
   const std::vector<CLI::App*> subcommands = app.get_subcommands([](CLI::App*) { return true; });
   try {
     app.parse(argc, argv);

@@ -231,6 +231,8 @@ std::vector<RequestOutput> LLMEngine::step() {
     outputs.push_back(std::move(out));
   }
   for (int64_t id : finished_ids) requests_.erase(id);
+  const auto now = std::chrono::steady_clock::now();
+  for (RequestOutput& out : outputs) out.produced_at = now;
   return outputs;
 }
 

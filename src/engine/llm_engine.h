@@ -2,6 +2,7 @@
 // pass over every scheduled token (prefill chunks and decodes mixed) → sample → stop checks.
 // Not thread-safe: async_engine.h wraps it in a loop thread for concurrent users.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,7 @@ struct RequestOutput {
   int64_t num_output_tokens = 0;
   uint64_t seed = 0;
   SpeculativeStats spec;  // the request's speculative counters so far (zero for plain requests)
+  std::chrono::steady_clock::time_point produced_at;  // when the step that made it ended
 };
 
 struct EngineStats {
