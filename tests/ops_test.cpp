@@ -224,6 +224,57 @@ TEST_P(SimdOps, AttentionMatchesScalar) {
   }
 }
 
+// llama.cpp's rms_norm, written out: each square rounded to f32, the squares summed in f64 in
+// order, the mean rounded to f32, then x · scale · w.
+std::vector<float> llama_cpp_rms_norm(const std::vector<float>& x, const std::vector<float>& w, float eps) {
+  double sum = 0.0;
+  for (float v : x) sum += static_cast<double>(v * v);
+  const float mean = static_cast<float>(sum / static_cast<double>(x.size()));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * scale * w[i];
+  return out;
+}
+
+// Rows shaped like a dequantized Q4_0 embedding row (d·q, d with 11 significant bits like an f16,
+// q in -8..7), kept only where rounding the squares to f32 changes the scale against exact f64
+// squares. On such rows a Q8_0 activation quantizer sits exactly on ±63.5 ties, so that one ulp of
+// scale flipped quants and cost up to 4.7e-2 in logits against llama.cpp (llama-spm-q4_0).
+std::vector<std::vector<float>> rows_where_square_rounding_shows(int64_t n, size_t count) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> mantissa(1024, 2047), quant(-8, 7);
+  std::vector<std::vector<float>> rows;
+  for (int attempt = 0; attempt < 100000 && rows.size() < count; ++attempt) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t b = 0; b < n; b += 32) {
+      const float d = std::ldexp(static_cast<float>(mantissa(rng)), -16) * (rng() & 1 ? 1.0f : -1.0f);
+      for (int64_t j = b; j < std::min(n, b + 32); ++j) x[static_cast<size_t>(j)] = d * static_cast<float>(quant(rng));
+    }
+    double exact = 0.0;
+    for (float v : x) exact += static_cast<double>(v) * v;
+    const std::vector<float> ones(x.size(), 1.0f);
+    const float exact_scale = 1.0f / std::sqrt(static_cast<float>(exact / static_cast<double>(n)) + 1e-5f);
+    if (llama_cpp_rms_norm(x, ones, 1e-5f)[0] != x[0] * exact_scale) rows.push_back(std::move(x));
+  }
+  return rows;
+}
+
+TEST(RmsNorm, RoundsEachSquareToF32LikeLlamaCpp) {
+  for (int64_t n : {128, 4096}) {
+    const auto rows = rows_where_square_rounding_shows(n, 20);
+    ASSERT_EQ(rows.size(), 20u) << "n " << n;
+    const auto w = random_vector(static_cast<size_t>(n), 3);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (!cpu_supports(isa)) continue;
+      for (const auto& x : rows) {
+        std::vector<float> got(x.size());
+        ops_kernels_for(isa).rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
+        EXPECT_EQ(got, llama_cpp_rms_norm(x, w, 1e-5f)) << isa_name(isa) << " n " << n;
+      }
+    }
+  }
+}
+
 // Grouping query heads is a loading optimization only: every head's result is bit-identical to
 // computing it alone, so the forward pass may split groups to keep threads busy.
 TEST(Attention, HeadGroupingDoesNotChangeAnyBit) {

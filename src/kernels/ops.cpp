@@ -9,8 +9,13 @@
 namespace nucleus {
 
 void rms_norm(const float* x, const float* weight, float* out, int64_t n, float eps) {
-  double sum = 0.0;  // double: the mean of squares is the one reduction where f32 drift shows
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  // As llama.cpp (ggml's rms_norm): each square rounded to f32, the sum kept in f64 (the mean of
+  // squares is the one reduction where f32 drift shows). Rounding the squares matters: a Q4_0
+  // embedding row is d·q with q in -8..7, so after the norm a Q8_0 activation block lands exactly
+  // on x·127/amax = ±63.5 for q = ±4, and a scale one ulp off flips those quants. Exact f64 squares
+  // gave the 1-ulp-different scale for some tokens and up to 4.7e-2 logit error against llama.cpp.
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
