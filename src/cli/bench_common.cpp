@@ -10,7 +10,7 @@
 namespace nucleus::cli {
 
 void write_svg_plot(const std::string& path, const std::string& title, const std::string& x_label,
-                    const std::vector<SvgSeries>& series, double marker_x, const std::string& marker_label) {
+                    const std::vector<SvgSeries>& series, double marker_x, const std::string& marker_label, bool shared_y) {
   const double width = 720, height = 420, left = 70, right = 30, top = 50, bottom = 60;
   double x_min = 1e300, x_max = -1e300;
   for (const SvgSeries& s : series)
@@ -30,9 +30,13 @@ void write_svg_plot(const std::string& path, const std::string& title, const std
   for (const auto& [x, y] : series.empty() ? std::vector<std::pair<double, double>>{} : series[0].points)
     svg << "<text x='" << px(x) << "' y='" << height - bottom + 18 << "' text-anchor='middle'>" << x << "</text>\n";
   int legend = 0;
+  double all_max = 0;
+  for (const SvgSeries& s : series)
+    for (const auto& [x, y] : s.points) all_max = std::max(all_max, y);
   for (const SvgSeries& s : series) {
     double y_max = 0;
     for (const auto& [x, y] : s.points) y_max = std::max(y_max, y);
+    if (shared_y) y_max = all_max;
     if (y_max <= 0) y_max = 1;
     auto py = [&](double y) { return height - bottom - y / y_max * (height - top - bottom); };
     svg << "<polyline fill='none' stroke='" << s.color << "' stroke-width='2' points='";

@@ -204,6 +204,7 @@ std::vector<RequestOutput> LLMEngine::step() {
       pass.num_proposed = n_draft;
       pass.num_accepted = result.num_accepted;
       pass.num_emitted = result.num_accepted + 1;
+      pass.num_rejected = result.num_accepted < n_draft ? 1 : 0;
       request.spec.add(pass);
       stats_.spec.add(pass);
     } else {

@@ -76,6 +76,7 @@ std::span<const int32_t> SpeculativeGenerator::step() {
   stats_.num_proposed += n_draft;
   stats_.num_accepted += result.num_accepted;
   stats_.num_emitted += result.num_accepted + 1;
+  if (result.num_accepted < n_draft) ++stats_.num_rejected;
   return std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(n_before));
 }
 

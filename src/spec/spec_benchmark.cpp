@@ -1,0 +1,89 @@
+#include "spec/spec_benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "sampling/sampler.h"
+#include "spec/speculative_generator.h"
+#include "spec/speculative_runner.h"
+
+namespace nucleus {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+}  // namespace
+
+double predicted_speedup(double alpha, int32_t gamma, double c) {
+  const double passes_cost = static_cast<double>(gamma) * c + 1.0;
+  if (alpha >= 1.0) return (static_cast<double>(gamma) + 1.0) / passes_cost;
+  const double tokens_per_pass = (1.0 - std::pow(alpha, gamma + 1)) / (1.0 - alpha);
+  return tokens_per_pass / passes_cost;
+}
+
+DecodeTiming time_plain_decode(Model& model, const std::vector<int32_t>& prompt, int64_t n_tokens,
+                               const SamplingParams& params, int n_threads) {
+  if (prompt.empty()) throw Error("bench spec: empty prompt");
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  SpeculativeRunner runner(model, n_prompt + n_tokens + 1, n_threads);
+  SamplerChain chain(params);
+  const int64_t n_vocab = model.hparams().n_vocab;
+  std::vector<int32_t> tokens = prompt;
+  const std::vector<float>* logits = &runner.feed(prompt);
+  DecodeTiming timing;
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const int32_t token = chain.sample(logits->data(), n_vocab, SamplingContext{tokens, static_cast<uint64_t>(i)});
+    tokens.push_back(token);
+    if (i + 1 < n_tokens) logits = &runner.feed(std::span<const int32_t>(&tokens.back(), 1));
+  }
+  timing.seconds = seconds_since(start);
+  timing.n_tokens = n_tokens;
+  return timing;
+}
+
+SpeculativeTiming time_speculative_decode(Model& target, Proposer& proposer, int32_t gamma,
+                                          const std::vector<int32_t>& prompt, int64_t n_tokens,
+                                          const SamplingParams& params, int n_threads) {
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  SpeculativeGenerator generator(target, proposer, params, gamma, n_prompt + n_tokens, n_threads);
+  generator.start(prompt, n_tokens, params.seed.value_or(0));
+  SpeculativeTiming timing;
+  const auto start = Clock::now();
+  while (!generator.finished()) generator.step();
+  timing.decode.seconds = seconds_since(start);
+  timing.decode.n_tokens = generator.n_generated();
+  timing.stats = generator.stats();
+  timing.tokens.assign(generator.tokens().begin() + n_prompt, generator.tokens().end());
+  return timing;
+}
+
+double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
+                               int n_threads) {
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  SpeculativeRunner runner(model, n_prompt + n_tokens, n_threads);
+  runner.feed(prompt);
+  const std::vector<int32_t> batch(static_cast<size_t>(n_tokens), prompt.back());
+  std::vector<double> one, many;
+  for (int r = 0; r < repetitions + 1; ++r) {  // the first round warms up
+    auto start = Clock::now();
+    runner.feed(std::span<const int32_t>(batch).first(1), true);
+    const double t1 = seconds_since(start);
+    runner.truncate(n_prompt);
+    start = Clock::now();
+    runner.feed(batch, true);
+    const double tn = seconds_since(start);
+    runner.truncate(n_prompt);
+    if (r > 0) one.push_back(t1), many.push_back(tn);
+  }
+  return median(many) / std::max(median(one), 1e-12);
+}
+
+}  // namespace nucleus

@@ -1,0 +1,111 @@
+// The speculative CLI end to end: `generate --spec/--draft` reproduces the greedy reference text
+// with every proposer, refuses what it cannot do with a one-line error, and `bench spec` reports
+// every γ with figures that are consistent with each other. Not timings.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec_benchmark.h"
+#include "spec/speculative_stats.h"
+#include "test_helpers.h"
+
+namespace nucleus {
+namespace {
+
+using nlohmann::json;
+using test::run_nucleus;
+using test::shared_path;
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+TEST(CliSpeculative, GreedyGenerateMatchesTheReferenceWithEveryProposer) {
+  NUCLEUS_REQUIRE_SHARED();
+  const auto reference = json::parse(test::read_file(shared_path("reference/stories260K.json")));
+  const std::string expected = reference["cases"][0]["text"];
+  const std::string model = quote(shared_path("models/stories260K.gguf"));
+  for (const std::string& flags : std::vector<std::string>{"--spec ngram --gamma 2", "--spec self:2 --gamma 4", "--draft " + model + " --gamma 8"}) {
+    const auto r = run_nucleus("generate -m " + model + " -p 'Once upon a time' -n 40 --temp 0 " + flags);
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    EXPECT_EQ(r.out, expected + "\n") << flags;
+    EXPECT_NE(r.err.find("speculative:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tokens per pass"), std::string::npos) << r.err;
+  }
+  // The target as its own draft: every draft is accepted, γ + 1 tokens per pass.
+  const auto r = run_nucleus("generate -m " + model + " -p 'Once upon a time' -n 40 --temp 0 --draft " + model + " --gamma 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("alpha 1.000, tokens per pass 5.00"), std::string::npos) << r.err;
+}
+
+TEST(CliSpeculative, RefusesWhatItCannotDo) {
+  NUCLEUS_REQUIRE_SHARED();
+  const std::string model = quote(shared_path("models/stories260K.gguf"));
+  struct Case {
+    std::string flags, message;
+  };
+  const Case cases[] = {
+      {"--spec self:9", "K must be between 1 and the target's 5 layers"},
+      {"--spec foo", "expected ngram or self:K"},
+      {"--spec ngram --n 2", "cannot be combined with --n"},
+      {"--spec ngram --draft " + model, "give only one of --draft"},
+      {"--draft " + quote(shared_path("models/test/llama3-f16.gguf")), "vocabulary differs from the target's"},
+      {"--spec ngram --gamma 0", "--gamma"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_nucleus("generate -m " + model + " -n 4 " + c.flags);
+    EXPECT_NE(r.exit_code, 0) << c.flags;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.flags << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
+TEST(CliBenchSpec, ReportsEveryGammaWithConsistentFigures) {
+  NUCLEUS_REQUIRE_SHARED();
+  const std::string model = quote(shared_path("models/stories260K.gguf"));
+  const auto r = run_nucleus("bench spec -m " + model + " --draft " + model + " --gamma 1,2,4 -n 24 -t 1 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_EQ(report.size(), 3u);
+  const int gammas[] = {1, 2, 4};
+  for (size_t i = 0; i < report.size(); ++i) {
+    const json& row = report[i];
+    const int gamma = gammas[i];
+    EXPECT_EQ(row["gamma"], gamma);
+    // The target drafting for itself, greedy: everything is accepted.
+    EXPECT_DOUBLE_EQ(row["alpha"].get<double>(), 1.0) << row.dump();
+    EXPECT_GT(row["tokens_per_pass"].get<double>(), 1.0) << row.dump();
+    EXPECT_LE(row["tokens_per_pass"].get<double>(), gamma + 1.0) << row.dump();
+    EXPECT_GT(row["c"].get<double>(), 0.0);
+    EXPECT_GT(row["speedup"].get<double>(), 0.0);
+    EXPECT_GT(row["verify_cost_ratio"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(row["speedup_predicted"].get<double>(),
+                     predicted_speedup(row["alpha"].get<double>(), gamma, row["c"].get<double>()));
+  }
+  const auto bad = run_nucleus("bench spec -m " + model + " --spec ngram --gamma 0");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--gamma: '0'"), std::string::npos) << bad.err;
+  const auto none = run_nucleus("bench spec -m " + model);
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("give --draft MODEL or --spec"), std::string::npos) << none.err;
+}
+
+TEST(SpeculativeTheory, PredictedSpeedupFollowsLeviathanEtAl) {
+  EXPECT_DOUBLE_EQ(predicted_speedup(0.0, 4, 0.0), 1.0);          // nothing accepted, free draft
+  EXPECT_DOUBLE_EQ(predicted_speedup(0.0, 4, 0.25), 1.0 / 2.0);   // nothing accepted, paid draft
+  EXPECT_DOUBLE_EQ(predicted_speedup(1.0, 4, 0.0), 5.0);          // everything accepted
+  EXPECT_DOUBLE_EQ(predicted_speedup(1.0, 3, 0.5), 4.0 / 2.5);
+  EXPECT_NEAR(predicted_speedup(0.5, 2, 0.0), 1.75, 1e-12);       // 1 + 0.5 + 0.25
+  EXPECT_NEAR(predicted_speedup(0.8, 4, 0.1), (1 - 0.32768) / (0.2 * 1.4), 1e-12);
+  EXPECT_NEAR(predicted_speedup(0.999999, 4, 0.0), 5.0, 1e-4);    // continuous at α → 1
+}
+
+TEST(SpeculativeTheory, AlphaCountsOnlyTestedDrafts) {
+  SpeculativeStats s;
+  // Three passes of γ = 4: all accepted; 1 accepted then a rejection; a rejection at once.
+  s.num_passes = 3, s.num_proposed = 12, s.num_accepted = 5, s.num_rejected = 2, s.num_emitted = 8;
+  EXPECT_DOUBLE_EQ(s.alpha(), 5.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s.acceptance_rate(), 5.0 / 12.0);
+  EXPECT_DOUBLE_EQ(s.tokens_per_pass(), 8.0 / 3.0);
+}
+
+}  // namespace
+}  // namespace nucleus
