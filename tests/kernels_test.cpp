@@ -176,20 +176,42 @@ void expect_quantization_matches(const std::string& quantized_file, GgmlType typ
 TEST(Quantize, Q8_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("llama-spm-q8_0.gguf", GgmlType::Q8_0); }
 TEST(Quantize, Q4_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("llama-spm-q4_0.gguf", GgmlType::Q4_0); }
 
+TEST_P(SimdDot, MultiTokenF16DotEqualsSingleCallsBitForBit) {
+  const DotKernels& simd = dot_kernels_for(GetParam());
+  if (!simd.dotn_f16_f32) GTEST_SKIP() << isa_name(GetParam()) << " has no multi-token f16 dot";
+  for (int64_t n : {1, 8, 15, 16, 40, 257, 2048}) {
+    auto w = random_vector(static_cast<size_t>(n), 3 + static_cast<uint32_t>(n));
+    std::vector<uint16_t> w16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w16[i] = f32_to_f16(w[i]);
+    auto xs = random_vector(static_cast<size_t>(n * kDotTokens), 300 + static_cast<uint32_t>(n));
+    const float* x[kDotTokens];
+    for (int j = 0; j < kDotTokens; ++j) x[j] = xs.data() + j * n;
+    for (int tokens = 1; tokens <= kDotTokens; ++tokens) {
+      float out[kDotTokens];
+      simd.dotn_f16_f32(w16.data(), x, tokens, n, out);
+      for (int j = 0; j < tokens; ++j) {
+        const float single = simd.dot_f16_f32(w16.data(), x[j], n);
+        EXPECT_EQ(std::memcmp(&out[j], &single, sizeof(float)), 0) << "n " << n << ", " << tokens << " tokens, token " << j;
+      }
+    }
+  }
+}
+
 TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
-  // Batch invariance at the kernel level: y[t] computed among 7 tokens equals y[t] alone.
-  const int64_t k = 256, m = 40;
+  // Batch invariance at the kernel level: y[t] computed among 13 tokens (a group of 8, then 5)
+  // equals y[t] alone.
+  const int64_t k = 256, m = 40, n_tokens = 13;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
                         GgmlType::Q5_K, GgmlType::Q6_K}) {
     auto w = random_vector(static_cast<size_t>(k * m), 11);
     std::vector<uint8_t> stored(ggml_row_size(type, k) * m);
     for (int64_t r = 0; r < m; ++r) quantize_row(type, w.data() + r * k, stored.data() + r * ggml_row_size(type, k), k);
     WeightMatrix matrix{type, stored.data(), k, m, ggml_row_size(type, k)};
-    auto x = random_vector(static_cast<size_t>(7 * k), 12);
-    std::vector<float> batched(static_cast<size_t>(7 * m)), alone(static_cast<size_t>(m));
+    auto x = random_vector(static_cast<size_t>(n_tokens * k), 12);
+    std::vector<float> batched(static_cast<size_t>(n_tokens * m)), alone(static_cast<size_t>(m));
     MatmulScratch scratch;
-    matmul(select_dot_kernels(), matrix, x.data(), 7, batched.data(), 2, scratch);
-    for (int64_t t = 0; t < 7; ++t) {
+    matmul(select_dot_kernels(), matrix, x.data(), n_tokens, batched.data(), 2, scratch);
+    for (int64_t t = 0; t < n_tokens; ++t) {
       matmul(select_dot_kernels(), matrix, x.data() + t * k, 1, alone.data(), 1, scratch);
       EXPECT_EQ(std::memcmp(alone.data(), batched.data() + t * m, static_cast<size_t>(m) * 4), 0) << ggml_type_name(type);
     }

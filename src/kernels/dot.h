@@ -29,16 +29,17 @@ struct DotKernels {
   float (*dot_q5_K_q8_K)(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*dot_q6_K_q8_K)(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks);
 
-  // Several tokens at once (prefill, batched decode): out[j] = dot(w, x[j]) for j < kDotTokens,
-  // bit-identical to kDotTokens single calls — the weight row is unpacked once and reused.
+  // Several tokens at once (prefill, batched decode, speculative verification): out[j] =
+  // dot(w, x[j]) for j < n_tokens (1 ≤ n_tokens ≤ kDotTokens), bit-identical to n_tokens single
+  // calls — each piece of the weight row is converted once and serves every token.
   // nullptr where a table has none; matmul then makes the single calls.
-  void (*dot4_f16_f32)(const uint16_t* w, const float* const* x, int64_t n, float* out) = nullptr;
+  void (*dotn_f16_f32)(const uint16_t* w, const float* const* x, int n_tokens, int64_t n, float* out) = nullptr;
   // Row groups of packed Q4_0 / Q8_0 weights (kernels/packed_rows.h) against up to kPackTokens
   // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
   PackedGroupKernel packed_q4_0 = nullptr;
   PackedGroupKernel packed_q8_0 = nullptr;
 };
-constexpr int kDotTokens = 4;
+constexpr int kDotTokens = 8;  // tokens per multi-token dot call at most
 
 const DotKernels& scalar_dot_kernels();
 const DotKernels& avx2_dot_kernels();    // requires AVX2 + FMA + F16C

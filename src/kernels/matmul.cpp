@@ -119,17 +119,17 @@ namespace {
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
 
-// y[t0 .. t0+kDotTokens) for one row through the multi-token kernel; false when the table has none.
+// y[t0 .. t0+n) (n ≤ kDotTokens) for one row through the multi-token kernel; false when the table has none.
 bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& a,
-                    int64_t t0, float* out) {
+                    int64_t t0, int n, float* out) {
   const uint8_t* row = w.row(r);
   const int64_t k = w.n_cols;
   switch (w.type) {
     case GgmlType::F16: {
-      if (!kernels.dot4_f16_f32) return false;
+      if (!kernels.dotn_f16_f32) return false;
       const float* x[kDotTokens];
-      for (int j = 0; j < kDotTokens; ++j) x[j] = a.f32 + (t0 + j) * k;
-      kernels.dot4_f16_f32(reinterpret_cast<const uint16_t*>(row), x, k, out);
+      for (int j = 0; j < n; ++j) x[j] = a.f32 + (t0 + j) * k;
+      kernels.dotn_f16_f32(reinterpret_cast<const uint16_t*>(row), x, n, k, out);
       return true;
     }
     default: return false;
@@ -186,25 +186,24 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
     for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);
     return;
   }
-  // Several tokens: tiles of rows; within a tile, groups of kDotTokens tokens share each loaded
-  // weight row (arithmetic intensity grows with the group). Every y[t, r] is still the same
-  // reduction as a single-token dot, so results do not depend on n_tokens.
+  // Several tokens: tiles of rows; within a tile, groups of up to kDotTokens tokens share each
+  // loaded weight row (arithmetic intensity grows with the group; a verification pass of γ + 1
+  // ≤ 8 tokens reads each row once). Every y[t, r] is still the same reduction as a single-token
+  // dot, so results do not depend on n_tokens.
   const int64_t n_tiles = (m + kRowTile - 1) / kRowTile;
   auto run_tile = [&](int64_t tile) {
     const int64_t r_end = std::min(m, (tile + 1) * kRowTile);
-    int64_t t0 = 0;
     float out[kDotTokens];
-    for (; t0 + kDotTokens <= n_tokens; t0 += kDotTokens) {
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kDotTokens) {
+      const int n = static_cast<int>(std::min<int64_t>(kDotTokens, n_tokens - t0));
       for (int64_t r = tile * kRowTile; r < r_end; ++r) {
-        if (dot_row_tokens(kernels, w, r, a, t0, out)) {
-          for (int j = 0; j < kDotTokens; ++j) y[(t0 + j) * m + r] = out[j];
+        if (n > 1 && dot_row_tokens(kernels, w, r, a, t0, n, out)) {
+          for (int j = 0; j < n; ++j) y[(t0 + j) * m + r] = out[j];
         } else {
-          for (int j = 0; j < kDotTokens; ++j) y[(t0 + j) * m + r] = dot_row(kernels, w, r, a, t0 + j);
+          for (int j = 0; j < n; ++j) y[(t0 + j) * m + r] = dot_row(kernels, w, r, a, t0 + j);
         }
       }
     }
-    for (; t0 < n_tokens; ++t0)
-      for (int64_t r = tile * kRowTile; r < r_end; ++r) y[t0 * m + r] = dot_row(kernels, w, r, a, t0);
   };
   if (!parallel) {
     for (int64_t tile = 0; tile < n_tiles; ++tile) run_tile(tile);
