@@ -36,6 +36,7 @@ TEST(AsyncEngine, StreamsTokensAndAbortsFreeBlocks) {
   auto loaded = load_model(ModelSource{test::shared_path("models/stories260K.gguf"), "", {}});
   EngineConfig config;
   config.n_threads = 1;
+  config.num_blocks = 256;
   AsyncEngine async(std::make_unique<LLMEngine>(*loaded.model, loaded.tokenizer.get(), config));
   auto a = async.submit(random_prompt(1, 20, 512), greedy(30));
   auto b = async.submit(random_prompt(2, 20, 512), greedy(1000));
@@ -71,6 +72,7 @@ TEST(AsyncEngine, ConcurrentSubmitReadAbortAndStats) {
   EngineConfig config;
   config.n_threads = 2;
   config.max_num_seqs = 16;
+  config.num_blocks = 512;
   AsyncEngine async(std::make_unique<LLMEngine>(*loaded.model, loaded.tokenizer.get(), config));
   std::atomic<bool> stop_polling{false};
   std::thread poller([&] {
