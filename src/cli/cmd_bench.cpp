@@ -180,16 +180,18 @@ int run_bench(const BenchOptions& options) {
 void add_bench_batch_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 void add_bench_serve_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 void add_bench_spec_command(CLI::App& bench, std::function<void(Runner)> set_runner);
+void add_bench_workload_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 
 Runner add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "prompt-processing and generation throughput (llama-bench style)");
-  // `bench batch ...` / `bench serve ...` replace the default runner when it is parsed.
+  // `bench batch|serve|spec|workload ...` replace the default runner when it is parsed.
   auto chosen = std::make_shared<Runner>();
   cmd->require_subcommand(0, 1);
   add_bench_batch_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_bench_serve_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_bench_spec_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
+  add_bench_workload_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_model_flags(*cmd, options->source);
   cmd->add_option("-p,--n-prompt", options->prompts, "prompt sizes, comma-separated (0 = none)");
   cmd->add_option("-n,--n-gen", options->gens, "generation lengths, comma-separated (0 = none)");

@@ -18,10 +18,10 @@
 #include <httplib.h>
 
 #include "cli/commands.h"
-#include "cli/latency_summary.h"
 #include "cli/serve_client.h"
 #include "cli/server_process.h"
 #include "core/error.h"
+#include "core/latency_summary.h"
 #include "core/rng.h"
 
 namespace nucleus::cli {

@@ -1,9 +1,9 @@
-#include "cli/latency_summary.h"
+#include "core/latency_summary.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace nucleus::cli {
+namespace nucleus {
 
 namespace {
 
@@ -25,8 +25,9 @@ LatencySummary summarize(std::vector<double> samples) {
   for (double x : samples) total += x;
   s.mean = total / static_cast<double>(samples.size());
   s.p50 = quantile(samples, 0.50);
+  s.p90 = quantile(samples, 0.90);
   s.p99 = quantile(samples, 0.99);
   return s;
 }
 
-}  // namespace nucleus::cli
+}  // namespace nucleus
