@@ -197,6 +197,37 @@ TEST_P(SimdDot, MultiTokenF16DotEqualsSingleCallsBitForBit) {
   }
 }
 
+TEST_P(SimdDot, MultiTokenKQuantDotsEqualSingleCallsBitForBit) {
+  const DotKernels& simd = dot_kernels_for(GetParam());
+  if (!simd.dotn_q4_K_q8_K || !simd.dotn_q6_K_q8_K) GTEST_SKIP() << isa_name(GetParam()) << " has no multi-token K-quant dot";
+  for (int64_t n_blocks : {1, 3, 8}) {
+    const int64_t n = n_blocks * kQK_K;
+    auto w = random_vector(static_cast<size_t>(n), 21 + static_cast<uint32_t>(n));
+    std::vector<BlockQ4_K> w4(static_cast<size_t>(n_blocks));
+    std::vector<BlockQ6_K> w6(static_cast<size_t>(n_blocks));
+    quantize_row(GgmlType::Q4_K, w.data(), w4.data(), n);
+    quantize_row(GgmlType::Q6_K, w.data(), w6.data(), n);
+    std::vector<BlockQ8_K> xs(static_cast<size_t>(n_blocks * kDotTokens));
+    const BlockQ8_K* x[kDotTokens];
+    for (int j = 0; j < kDotTokens; ++j) {
+      auto xf = random_vector(static_cast<size_t>(n), 500 + static_cast<uint32_t>(j));
+      quantize_activations_q8_K(xf.data(), xs.data() + j * n_blocks, n);
+      x[j] = xs.data() + j * n_blocks;
+    }
+    for (int tokens = 1; tokens <= kDotTokens; ++tokens) {
+      float out4[kDotTokens], out6[kDotTokens];
+      simd.dotn_q4_K_q8_K(w4.data(), x, tokens, n_blocks, out4);
+      simd.dotn_q6_K_q8_K(w6.data(), x, tokens, n_blocks, out6);
+      for (int j = 0; j < tokens; ++j) {
+        const float single4 = simd.dot_q4_K_q8_K(w4.data(), x[j], n_blocks);
+        const float single6 = simd.dot_q6_K_q8_K(w6.data(), x[j], n_blocks);
+        EXPECT_EQ(std::memcmp(&out4[j], &single4, sizeof(float)), 0) << "Q4_K, " << tokens << " tokens, token " << j;
+        EXPECT_EQ(std::memcmp(&out6[j], &single6, sizeof(float)), 0) << "Q6_K, " << tokens << " tokens, token " << j;
+      }
+    }
+  }
+}
+
 TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
   // Batch invariance at the kernel level: y[t] computed among 13 tokens (a group of 8, then 5)
   // equals y[t] alone.

@@ -34,6 +34,8 @@ struct DotKernels {
   // calls — each piece of the weight row is converted once and serves every token.
   // nullptr where a table has none; matmul then makes the single calls.
   void (*dotn_f16_f32)(const uint16_t* w, const float* const* x, int n_tokens, int64_t n, float* out) = nullptr;
+  void (*dotn_q4_K_q8_K)(const BlockQ4_K* w, const BlockQ8_K* const* x, int n_tokens, int64_t n_blocks, float* out) = nullptr;
+  void (*dotn_q6_K_q8_K)(const BlockQ6_K* w, const BlockQ8_K* const* x, int n_tokens, int64_t n_blocks, float* out) = nullptr;
   // Row groups of packed Q4_0 / Q8_0 weights (kernels/packed_rows.h) against up to kPackTokens
   // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
   PackedGroupKernel packed_q4_0 = nullptr;

@@ -132,6 +132,16 @@ bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r,
       kernels.dotn_f16_f32(reinterpret_cast<const uint16_t*>(row), x, n, k, out);
       return true;
     }
+    case GgmlType::Q4_K: case GgmlType::Q6_K: {
+      const auto f = w.type == GgmlType::Q4_K ? kernels.dotn_q4_K_q8_K : nullptr;
+      const auto g = w.type == GgmlType::Q6_K ? kernels.dotn_q6_K_q8_K : nullptr;
+      if (!f && !g) return false;
+      const BlockQ8_K* x[kDotTokens];
+      for (int j = 0; j < n; ++j) x[j] = a.q8_K + (t0 + j) * (k / kQK_K);
+      if (f) f(reinterpret_cast<const BlockQ4_K*>(row), x, n, k / kQK_K, out);
+      else g(reinterpret_cast<const BlockQ6_K*>(row), x, n, k / kQK_K, out);
+      return true;
+    }
     default: return false;
   }
 }
