@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/fp16.h"
 #include "kernels/ops.h"
 #include "kernels/rope_table.h"
 
@@ -171,6 +172,8 @@ struct AttentionFixture {
   int64_t head_dim, n_kv_head, n_q, n_positions, block_size = 16;
   std::vector<float> keys, values, q;  // pools [num_blocks, block_size, kv_dim]; q [n_kv_head · n_q, head_dim]
   std::vector<int32_t> block_table;
+  bool f16 = false;                          // read keys16 / values16 through attention_f16
+  std::vector<uint16_t> keys16, values16;    // the pools rounded to f16 (as the forward pass stores them)
 
   AttentionFixture(int64_t head_dim_, int64_t n_kv_head_, int64_t n_q_, int64_t n_positions_, uint32_t seed)
       : head_dim(head_dim_), n_kv_head(n_kv_head_), n_q(n_q_), n_positions(n_positions_) {
@@ -179,6 +182,21 @@ struct AttentionFixture {
     values = random_vector(keys.size(), seed + 1);
     q = random_vector(n_kv_head * n_q * head_dim, seed + 2, 0.5f);
     for (int32_t b = 0; b < n_blocks; ++b) block_table.push_back(static_cast<int32_t>(num_blocks - 1 - 2 * b));
+    for (float k : keys) keys16.push_back(f32_to_f16(k));
+    for (float v : values) values16.push_back(f32_to_f16(v));
+  }
+  // The same fixture reading the f16 pools.
+  AttentionFixture as_f16() const {
+    AttentionFixture f = *this;
+    f.f16 = true;
+    return f;
+  }
+  // The same fixture reading f32 pools that hold the f16 values widened exactly.
+  AttentionFixture widened() const {
+    AttentionFixture f = *this;
+    for (size_t i = 0; i < keys16.size(); ++i) f.keys[i] = f16_to_f32(keys16[i]);
+    for (size_t i = 0; i < values16.size(); ++i) f.values[i] = f16_to_f32(values16[i]);
+    return f;
   }
   int64_t kv_dim() const { return n_kv_head * head_dim; }
 
@@ -190,15 +208,20 @@ struct AttentionFixture {
     a.out = out.data() + (kv_head * n_q + first) * head_dim;
     a.n_q = count;
     a.head_dim = head_dim;
-    a.keys = keys.data() + kv_head * head_dim;
-    a.values = values.data() + kv_head * head_dim;
+    if (f16) {
+      a.keys_f16 = keys16.data() + kv_head * head_dim;
+      a.values_f16 = values16.data() + kv_head * head_dim;
+    } else {
+      a.keys = keys.data() + kv_head * head_dim;
+      a.values = values.data() + kv_head * head_dim;
+    }
     a.kv_dim = kv_dim();
     a.block_table = block_table.data();
     a.block_size = block_size;
     a.n_positions = n_positions;
     a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     a.scores = scores.data();
-    ops.attention(a);
+    (f16 ? ops.attention_f16 : ops.attention)(a);
   }
   std::vector<float> run_grouped(const OpsKernels& ops) const {
     std::vector<float> out(q.size());
@@ -217,6 +240,18 @@ TEST_P(SimdOps, AttentionMatchesScalar) {
   for (int64_t head_dim : {8, 12, 64, 80}) {
     for (int64_t n_positions : {1, 5, 16, 17, 40, 130}) {
       const AttentionFixture f(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 1000 + n_positions));
+      const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], expected[i], 1e-5f) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
+    }
+  }
+}
+
+// f16 KV: the SIMD tables against the scalar f16 reference with the f32 test's bound.
+TEST_P(SimdOps, AttentionF16MatchesScalar) {
+  for (int64_t head_dim : {8, 12, 64, 80}) {
+    for (int64_t n_positions : {1, 5, 16, 17, 40, 130}) {
+      const AttentionFixture f = AttentionFixture(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 1000 + n_positions)).as_f16();
       const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_NEAR(got[i], expected[i], 1e-5f) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
@@ -282,6 +317,25 @@ TEST(Attention, HeadGroupingDoesNotChangeAnyBit) {
     if (!cpu_supports(isa)) continue;
     const AttentionFixture f(64, 2, 8, 37, 11);
     EXPECT_EQ(f.run_grouped(ops_kernels_for(isa)), f.run_one_head_at_a_time(ops_kernels_for(isa))) << isa_name(isa);
+  }
+}
+
+// An f16 cache changes only what is stored: every table's attention_f16 is bit-identical to its
+// f32 attention over the widened rows (same loads, same summation order), tails included, and
+// head grouping still changes no bit.
+TEST(Attention, F16IsF32AttentionOverTheWidenedRowsBitForBit) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    const OpsKernels& ops = ops_kernels_for(isa);
+    for (int64_t head_dim : {8, 12, 64, 80}) {
+      for (int64_t n_positions : {1, 17, 130}) {
+        const AttentionFixture f(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 77 + n_positions));
+        EXPECT_EQ(f.as_f16().run_grouped(ops), f.widened().run_grouped(ops))
+            << isa_name(isa) << " head_dim " << head_dim << " positions " << n_positions;
+      }
+    }
+    const AttentionFixture f = AttentionFixture(64, 2, 8, 37, 11).as_f16();
+    EXPECT_EQ(f.run_grouped(ops), f.run_one_head_at_a_time(ops)) << isa_name(isa);
   }
 }
 

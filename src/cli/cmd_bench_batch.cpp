@@ -23,11 +23,13 @@ struct BatchBenchOptions {
   int64_t prompt = 128, gen = 128;
   int n_threads = 0;
   int64_t max_batched_tokens = 2048;
+  std::string kv_type = "f32";
   bool json = false;
   std::string svg_path;
 };
 
 int run_bench_batch(const BatchBenchOptions& o) {
+  const KvType kv_type = parse_kv_type(o.kv_type);
   LoadedModel loaded = load_model(o.source);
   const int n_threads = o.n_threads > 0 ? o.n_threads : default_threads();
   std::vector<BatchPoint> points;
@@ -51,6 +53,7 @@ int run_bench_batch(const BatchBenchOptions& o) {
   config.n_gen = o.gen;
   config.max_num_batched_tokens = o.max_batched_tokens;
   config.n_threads = n_threads;
+  config.kv_type = kv_type;
   for (int64_t b : sizes) {
     points.push_back(measure_batch(*loaded.model, config, b));
     const BatchPoint& p = points.back();
@@ -92,6 +95,7 @@ void add_bench_batch_command(CLI::App& bench, std::function<void(Runner)> set_ru
   cmd->add_option("--prompt", o->prompt, "prompt tokens per request")->check(CLI::PositiveNumber);
   cmd->add_option("--gen", o->gen, "generated tokens per request")->check(CLI::PositiveNumber);
   cmd->add_option("--max-num-batched-tokens", o->max_batched_tokens, "token budget per step")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16");
   cmd->add_option("-t,--threads", o->n_threads, "threads")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "JSON array: batch, gen_tok_s, ttft_ms, tpot_ms, ...");
   cmd->add_option("--svg", o->svg_path, "write an SVG plot with the knee marked");

@@ -25,6 +25,7 @@ struct ServeOptions {
   ModelSource source;
   server::ServerConfig server;
   int64_t kv_cache_mib = 256;
+  std::string kv_type = "f32";
   int64_t max_model_len = 0;
   int64_t max_num_batched_tokens = 512;
   std::string chat_template;
@@ -47,6 +48,7 @@ int run_serve(const ServeOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  const KvType kv_type = parse_kv_type(options.kv_type);  // a bad value fails before anything starts
 
   server::ServerConfig config = options.server;
   if (config.served_model_name.empty()) config.served_model_name = model_name_from_path(options.source.model_path);
@@ -77,6 +79,7 @@ int run_serve(const ServeOptions& options) {
     loaded = load_model(options.source);
     EngineConfig engine_config;
     engine_config.kv_cache_bytes = options.kv_cache_mib << 20;
+    engine_config.kv_type = kv_type;
     engine_config.max_num_seqs = config.max_num_seqs;
     engine_config.max_model_len = options.max_model_len;
     engine_config.max_num_batched_tokens = options.max_num_batched_tokens;
@@ -133,6 +136,7 @@ Runner add_serve_command(CLI::App& app) {
   command->add_option("--max-waiting-seqs", options->server.max_waiting_seqs, "sequences queued beyond those before 503")
       ->check(CLI::Range(0, 1 << 20));
   command->add_option("--kv-cache-mem", options->kv_cache_mib, "KV cache pool size in MiB")->check(CLI::Range(1, 1 << 20));
+  command->add_option("--kv-type", options->kv_type, "KV cache element type: f32 or f16 (f16: twice the blocks per MiB)");
   command->add_option("--max-model-len", options->max_model_len, "context length (0: the model's)")->check(CLI::Range(0, 1 << 24));
   command->add_option("--max-num-batched-tokens", options->max_num_batched_tokens, "token budget of one engine step")
       ->check(CLI::Range(1, 1 << 20));

@@ -13,6 +13,7 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
   if (batch < 1 || o.n_prompt < 1 || o.n_gen < 1) throw Error("batch benchmark: batch, prompt and gen must be ≥ 1");
   EngineConfig config;
   config.n_threads = o.n_threads;
+  config.kv_type = o.kv_type;
   config.block_size = 16;
   config.num_blocks = batch * ((o.n_prompt + o.n_gen + 15) / 16 + 1);
   config.max_num_seqs = batch;

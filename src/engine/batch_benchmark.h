@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace nucleus {
@@ -15,6 +16,7 @@ struct BatchBenchmarkConfig {
   int64_t n_gen = 128;                     // generated tokens per request
   int64_t max_num_batched_tokens = 2048;   // the engine's token budget per step (raised to ≥ batch)
   int n_threads = 1;
+  KvType kv_type = KvType::f32;            // element type of the engine's KV cache
 };
 
 struct BatchPoint {

@@ -8,8 +8,8 @@
 
 namespace nucleus {
 
-int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes) {
-  const int64_t per_block = 2 * hp.n_layer * block_size * hp.kv_dim() * static_cast<int64_t>(sizeof(float));
+int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes, KvType type) {
+  const int64_t per_block = 2 * hp.n_layer * block_size * hp.kv_dim() * kv_type_bytes(type);
   return std::max<int64_t>(1, bytes / per_block);
 }
 
@@ -17,7 +17,7 @@ namespace {
 int64_t resolve_num_blocks(const Model& model, const EngineConfig& config) {
   if (config.block_size <= 0) throw Error("--block-size must be positive");
   if (config.num_blocks > 0) return config.num_blocks;
-  return kv_blocks_for_bytes(model.hparams(), config.block_size, config.kv_cache_bytes);
+  return kv_blocks_for_bytes(model.hparams(), config.block_size, config.kv_cache_bytes, config.kv_type);
 }
 }  // namespace
 
@@ -27,7 +27,8 @@ LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfi
       config_(config),
       max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.hparams().n_ctx_train)
                                               : model.hparams().n_ctx_train),
-      kv_(KvCacheShape{model.hparams().n_layer, resolve_num_blocks(model, config), config.block_size, model.hparams().kv_dim()}),
+      kv_(KvCacheShape{model.hparams().n_layer, resolve_num_blocks(model, config), config.block_size, model.hparams().kv_dim(),
+                       config.kv_type}),
       pool_(static_cast<int32_t>(kv_.shape().num_blocks), static_cast<int32_t>(config.block_size)),
       kv_manager_(pool_, config.enable_prefix_caching),
       scheduler_(SchedulerConfig{config.max_num_batched_tokens, config.max_num_seqs}, kv_manager_),

@@ -13,6 +13,7 @@
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
+#include "model/kv_cache.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
 #include "spec/draft_verifier.h"
@@ -26,6 +27,7 @@ inline constexpr int32_t kMaxSpeculativeTokens = 64;
 struct EngineConfig {
   int64_t num_blocks = 0;         // KV pool size in blocks; 0 → from kv_cache_bytes
   int64_t kv_cache_bytes = 256ll << 20;
+  KvType kv_type = KvType::f32;   // element type of cached keys and values (f16: half the bytes per block)
   int64_t block_size = 16;
   int64_t max_num_batched_tokens = 512;
   int64_t max_num_seqs = 64;
@@ -116,7 +118,8 @@ class LLMEngine {
   std::vector<int32_t> emitted_;
 };
 
-// Blocks for a KV budget in bytes (f32 keys and values of every layer).
-int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes);
+// Blocks for a KV budget in bytes (keys and values of every layer, 4 bytes per element for f32,
+// 2 for f16 — so an f16 cache gets twice the blocks from the same budget).
+int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes, KvType type = KvType::f32);
 
 }  // namespace nucleus

@@ -4,6 +4,10 @@
 // The group shares every loaded key and value row. Each head's result is the same reduction
 // (over d, then over p in order) whatever the group size, so how the caller groups heads — and
 // how many tokens share the step — never changes a bit of it.
+//
+// With an f16 cache (ops.h: attention_f16) keys_f16/values_f16 replace keys/values; each element
+// is widened to f32 exactly as it is loaded, and the arithmetic is that of the same table's f32
+// attention, so the result equals f32 attention over the widened rows bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -14,8 +18,10 @@ struct AttentionArgs {
   float* out;                // [n_q, head_dim]
   int64_t n_q;               // query heads in the group
   int64_t head_dim;
-  const float* keys;         // this layer's key pool [num_blocks, block_size, kv_dim] + kv_head · head_dim
-  const float* values;       // this layer's value pool, same layout and offset
+  const float* keys = nullptr;    // this layer's key pool [num_blocks, block_size, kv_dim] + kv_head · head_dim
+  const float* values = nullptr;  // this layer's value pool, same layout and offset
+  const uint16_t* keys_f16 = nullptr;    // f16 cache: the key pool as binary16 bits, same layout and offset
+  const uint16_t* values_f16 = nullptr;  // f16 cache: the value pool
   int64_t kv_dim;            // row stride of the pools
   const int32_t* block_table;  // [⌈n_positions / block_size⌉] block ids of the sequence
   int64_t block_size;
@@ -25,7 +31,8 @@ struct AttentionArgs {
 };
 
 // Row of position p in a pool laid out [num_blocks, block_size, kv_dim].
-inline const float* attention_row(const float* pool, const AttentionArgs& a, int64_t p) {
+template <typename T>
+inline const T* attention_row(const T* pool, const AttentionArgs& a, int64_t p) {
   const int64_t block = a.block_table[p / a.block_size];
   return pool + (block * a.block_size + p % a.block_size) * a.kv_dim;
 }

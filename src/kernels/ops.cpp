@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/fp16.h"
 #include "kernels/rope_table.h"
 
 namespace nucleus {
@@ -75,28 +76,36 @@ void add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void attention(const AttentionArgs& a) {
+// Key/value elements as f32: stored f32 as is, stored f16 widened exactly.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t x) { return f16_to_f32(x); }
+
+template <typename T>
+void attention_over(const AttentionArgs& a, const T* keys, const T* values) {
   const int64_t d_n = a.head_dim;
   for (int64_t p = 0; p < a.n_positions; ++p) {
-    const float* key = attention_row(a.keys, a, p);
+    const T* key = attention_row(keys, a, p);
     for (int64_t h = 0; h < a.n_q; ++h) {
       const float* q = a.q + h * d_n;
       float dot = 0.0f;
-      for (int64_t d = 0; d < d_n; ++d) dot += q[d] * key[d];
+      for (int64_t d = 0; d < d_n; ++d) dot += q[d] * widen(key[d]);
       a.scores[h * a.n_positions + p] = dot * a.scale;
     }
   }
   for (int64_t h = 0; h < a.n_q; ++h) softmax(a.scores + h * a.n_positions, a.n_positions);
   std::fill(a.out, a.out + a.n_q * d_n, 0.0f);
   for (int64_t p = 0; p < a.n_positions; ++p) {
-    const float* value = attention_row(a.values, a, p);
+    const T* value = attention_row(values, a, p);
     for (int64_t h = 0; h < a.n_q; ++h) {
       const float weight = a.scores[h * a.n_positions + p];
       float* out = a.out + h * d_n;
-      for (int64_t d = 0; d < d_n; ++d) out[d] += weight * value[d];
+      for (int64_t d = 0; d < d_n; ++d) out[d] += weight * widen(value[d]);
     }
   }
 }
+
+void attention(const AttentionArgs& a) { attention_over(a, a.keys, a.values); }
+void attention_f16(const AttentionArgs& a) { attention_over(a, a.keys_f16, a.values_f16); }
 
 void exp_row(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
@@ -105,7 +114,7 @@ void exp_row(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const OpsKernels& scalar_ops_kernels() {
-  static const OpsKernels table{Isa::Scalar, rms_norm, rope_heads, softmax, swiglu, add, attention, exp_row};
+  static const OpsKernels table{Isa::Scalar, rms_norm, rope_heads, softmax, swiglu, add, attention, attention_f16, exp_row};
   return table;
 }
 

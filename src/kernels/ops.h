@@ -1,4 +1,5 @@
-// Elementwise, normalization and attention operators of the transformer block (f32).
+// Elementwise, normalization and attention operators of the transformer block (f32; attention
+// also reads an f16 KV cache).
 //
 // Each instruction set provides a full OpsKernels table; the scalar table is the reference every
 // SIMD table is tested against (tests/ops_test.cpp). Every op works on one token's row and reduces
@@ -27,6 +28,9 @@ struct OpsKernels {
   void (*add)(float* y, const float* x, int64_t n);
   // Causal attention of one token for the query heads that share one KV head (attention.h).
   void (*attention)(const AttentionArgs& args);
+  // The same over an f16 cache (args.keys_f16 / values_f16): elements widened to f32 as loaded,
+  // then exactly the arithmetic of `attention` (bit-identical to it on the widened rows).
+  void (*attention_f16)(const AttentionArgs& args);
   // out[n] = exp(x[n]): the exponential softmax, swiglu and attention use (std::exp in the scalar
   // table; within about 1 ulp of it in the SIMD ones).
   void (*exp)(const float* x, float* out, int64_t n);

@@ -3,7 +3,7 @@
 // -Wuninitialized reports wherever the intrinsics are inlined into target functions (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define NUCLEUS_OPS_TARGET_ISA "avx2,fma,avx512f"
+#define NUCLEUS_OPS_TARGET_ISA "avx2,fma,f16c,avx512f"
 #define NUCLEUS_OPS_WIDTH 16
 #define NUCLEUS_OPS_TABLE_NAME avx512_ops_kernels
 #define NUCLEUS_OPS_ISA_ID Isa::Avx512

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "kernels/ops.h"
 #include "kernels/rope_table.h"
 #include "model/model.h"
@@ -65,6 +66,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   const int64_t n_embd = hp.n_embd, kv_dim = hp.kv_dim(), head_dim = hp.head_dim, n_ff = hp.n_ff;
   const int64_t group = hp.n_head / hp.n_head_kv;  // query heads per KV head
   const int64_t block_size = kv.shape().block_size;
+  const bool kv_f16 = kv.type() == KvType::f16;
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   n_threads = std::max(1, n_threads);
   if (!scratch_) scratch_ = std::make_shared<Scratch>();
@@ -129,8 +131,15 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       const int32_t pos = batch.positions[i];
       const auto& table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])];
       const int32_t block = table[pos / block_size];
-      std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
-      std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
+      if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
+        uint16_t* k16 = kv.key_f16(l, block, pos % block_size);
+        uint16_t* v16 = kv.value_f16(l, block, pos % block_size);
+        for (int64_t d = 0; d < kv_dim; ++d) k16[d] = f32_to_f16(k[d]);
+        for (int64_t d = 0; d < kv_dim; ++d) v16[d] = f32_to_f16(v[d]);
+      } else {
+        std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
+        std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
+      }
     });
     // Every token attends to positions 0..pos of its own sequence (all written by now).
     auto attend = [&](int64_t unit, int thread) {
@@ -142,15 +151,20 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       a.out = &s.attn[i * n_embd + first_head * head_dim];
       a.n_q = heads_per_unit;
       a.head_dim = head_dim;
-      a.keys = kv.key(l, 0, 0) + kv_head * head_dim;
-      a.values = kv.value(l, 0, 0) + kv_head * head_dim;
+      if (kv_f16) {
+        a.keys_f16 = kv.key_f16(l, 0, 0) + kv_head * head_dim;
+        a.values_f16 = kv.value_f16(l, 0, 0) + kv_head * head_dim;
+      } else {
+        a.keys = kv.key(l, 0, 0) + kv_head * head_dim;
+        a.values = kv.value(l, 0, 0) + kv_head * head_dim;
+      }
       a.kv_dim = kv_dim;
       a.block_table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])].data();
       a.block_size = block_size;
       a.n_positions = batch.positions[i] + 1;
       a.scale = attn_scale;
       a.scores = &s.scores[static_cast<size_t>(thread * group * n_positions_max)];
-      ops.attention(a);
+      (kv_f16 ? ops.attention_f16 : ops.attention)(a);
     };
     if (parallel_attention) {
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic)

@@ -4,18 +4,31 @@
 // table (position p lives in block block_table[p / block_size], slot p % block_size), so the
 // same forward serves a simple contiguous cache (one sequence owning blocks 0..n-1) and the
 // paged, shared cache of the batching engine. Who owns which block is not this class's concern.
+//
+// Elements are f32 or IEEE f16 (KvType). An f16 pool takes half the memory; the forward pass
+// rounds each key/value to nearest even when storing it and attention widens it back to f32
+// exactly, so an f16 cache computes what an f32 cache holding those rounded values would.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace nucleus {
+
+enum class KvType { f32, f16 };
+
+inline int64_t kv_type_bytes(KvType t) { return t == KvType::f16 ? 2 : 4; }
+inline const char* kv_type_name(KvType t) { return t == KvType::f16 ? "f16" : "f32"; }
+// "f32" or "f16"; throws Error naming `flag` and the value otherwise.
+KvType parse_kv_type(const std::string& name, const std::string& flag = "--kv-type");
 
 struct KvCacheShape {
   int64_t n_layer = 0;
   int64_t num_blocks = 0;
   int64_t block_size = 16;  // tokens per block
   int64_t kv_dim = 0;       // n_head_kv * head_dim
+  KvType type = KvType::f32;
 };
 
 class KvCache {
@@ -23,21 +36,30 @@ class KvCache {
   explicit KvCache(const KvCacheShape& shape);  // throws Error if the pool cannot be allocated
 
   const KvCacheShape& shape() const { return shape_; }
+  KvType type() const { return shape_.type; }
   int64_t capacity_tokens() const { return shape_.num_blocks * shape_.block_size; }
 
-  // Row of kv_dim floats for (layer, block, slot).
+  // Row of kv_dim floats for (layer, block, slot); f32 caches only.
   float* key(int64_t layer, int64_t block, int64_t slot) { return k_.data() + offset(layer, block, slot); }
   float* value(int64_t layer, int64_t block, int64_t slot) { return v_.data() + offset(layer, block, slot); }
   const float* key(int64_t layer, int64_t block, int64_t slot) const { return k_.data() + offset(layer, block, slot); }
   const float* value(int64_t layer, int64_t block, int64_t slot) const { return v_.data() + offset(layer, block, slot); }
+
+  // Row of kv_dim f16 values (binary16 bits) for (layer, block, slot); f16 caches only.
+  uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot) { return k16_.data() + offset(layer, block, slot); }
+  uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot) { return v16_.data() + offset(layer, block, slot); }
+  const uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot) const { return k16_.data() + offset(layer, block, slot); }
+  const uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot) const { return v16_.data() + offset(layer, block, slot); }
 
  private:
   size_t offset(int64_t layer, int64_t block, int64_t slot) const {
     return static_cast<size_t>(((layer * shape_.num_blocks + block) * shape_.block_size + slot) * shape_.kv_dim);
   }
   KvCacheShape shape_;
-  std::vector<float> k_;  // [n_layer, num_blocks, block_size, kv_dim]
-  std::vector<float> v_;  // [n_layer, num_blocks, block_size, kv_dim]
+  std::vector<float> k_;       // f32: [n_layer, num_blocks, block_size, kv_dim]
+  std::vector<float> v_;       // f32: [n_layer, num_blocks, block_size, kv_dim]
+  std::vector<uint16_t> k16_;  // f16: the same layout
+  std::vector<uint16_t> v16_;  // f16: the same layout
 };
 
 }  // namespace nucleus
