@@ -178,7 +178,7 @@ TEST(Quantize, Q4_0IsByteIdenticalToLlamaCpp) { expect_quantization_matches("lla
 
 TEST_P(SimdDot, MultiTokenF16DotEqualsSingleCallsBitForBit) {
   const DotKernels& simd = dot_kernels_for(GetParam());
-  if (!simd.dotn_f16_f32) GTEST_SKIP() << isa_name(GetParam()) << " has no multi-token f16 dot";
+  ASSERT_TRUE(simd.dotn_f16_f32 != nullptr) << isa_name(GetParam()) << " has no multi-token f16 dot";
   for (int64_t n : {1, 8, 15, 16, 40, 257, 2048}) {
     auto w = random_vector(static_cast<size_t>(n), 3 + static_cast<uint32_t>(n));
     std::vector<uint16_t> w16(w.size());
@@ -199,7 +199,8 @@ TEST_P(SimdDot, MultiTokenF16DotEqualsSingleCallsBitForBit) {
 
 TEST_P(SimdDot, MultiTokenKQuantDotsEqualSingleCallsBitForBit) {
   const DotKernels& simd = dot_kernels_for(GetParam());
-  if (!simd.dotn_q4_K_q8_K || !simd.dotn_q6_K_q8_K) GTEST_SKIP() << isa_name(GetParam()) << " has no multi-token K-quant dot";
+  ASSERT_TRUE(simd.dotn_q4_K_q8_K != nullptr && simd.dotn_q6_K_q8_K != nullptr)
+      << isa_name(GetParam()) << " has no multi-token K-quant dot";
   for (int64_t n_blocks : {1, 3, 8}) {
     const int64_t n = n_blocks * kQK_K;
     auto w = random_vector(static_cast<size_t>(n), 21 + static_cast<uint32_t>(n));
