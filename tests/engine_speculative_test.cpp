@@ -280,5 +280,37 @@ TEST(EngineSpeculationErrors, GammaOutOfRangeIsRefused) {
   EXPECT_THROW(engine.add_request(job.prompt, options), Error);
 }
 
+// A proposer that fails: its request ends with the error, every other request completes.
+class FailingProposer final : public Proposer {
+ public:
+  std::string name() const override { return "failing"; }
+  void propose(const DraftRequest&, DraftProposal&) override { throw Error("draft model ran out of context"); }
+};
+
+TEST(EngineSpeculationErrors, AFailingProposerEndsOnlyItsRequestWithTheReason) {
+  NUCLEUS_REQUIRE_SHARED();
+  Models models(test::shared_path("models/stories260K.gguf"));
+  LLMEngine engine(models.target(), nullptr, config_with(64));
+  const Job plain{{1, 20, 30, 40}, Kind::plain, 0, greedy()};
+  RequestOptions failing = models.options(Job{{1, 20, 30, 40}, Kind::ngram, 4, greedy()});
+  failing.proposer = std::make_shared<FailingProposer>();
+  const int64_t a = engine.add_request(plain.prompt, models.options(plain));
+  const int64_t b = engine.add_request({1, 50, 60, 70}, failing);
+  std::map<int64_t, RequestOutput> last;
+  int64_t a_tokens = 0;
+  while (engine.has_unfinished())
+    for (const RequestOutput& out : engine.step()) {
+      last[out.request_id] = out;
+      if (out.request_id == a) a_tokens += static_cast<int64_t>(out.new_tokens.size());
+    }
+  ASSERT_TRUE(last.count(b));
+  EXPECT_TRUE(last[b].finished);
+  EXPECT_NE(last[b].error.find("proposer failing failed: draft model ran out of context"), std::string::npos) << last[b].error;
+  EXPECT_TRUE(last[a].finished);
+  EXPECT_TRUE(last[a].error.empty());
+  EXPECT_EQ(a_tokens, kMaxTokens);
+  EXPECT_EQ(engine.block_pool().num_free_blocks(), engine.block_pool().num_blocks());
+}
+
 }  // namespace
 }  // namespace nucleus

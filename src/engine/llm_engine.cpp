@@ -117,8 +117,9 @@ void LLMEngine::abort(int64_t request_id) {
   requests_.erase(it);
 }
 
-void LLMEngine::propose_drafts() {
+void LLMEngine::propose_drafts(std::vector<RequestOutput>& outputs) {
   const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<int64_t> failed;
   for (auto& [id, owned] : requests_) {
     Request& request = *owned;
     request.draft.clear();
@@ -131,18 +132,30 @@ void LLMEngine::propose_drafts() {
     if (num_draft <= 0) continue;
     const auto start = std::chrono::steady_clock::now();
     Proposer& proposer = *request.options.proposer;
-    proposer.propose(DraftRequest{request.tokens, request.num_prompt_tokens, num_draft, request.sampler->seed(),
-                                  static_cast<uint64_t>(request.num_output_tokens())},
-                     request.draft);
-    const auto n_draft = static_cast<int64_t>(request.draft.tokens.size());
-    if (n_draft > num_draft || (!request.draft.probs.empty() && static_cast<int64_t>(request.draft.probs.size()) != n_draft * n_vocab))
-      throw Error("proposer " + proposer.name() + " returned a malformed proposal");
-    for (int32_t t : request.draft.tokens)
-      if (t < 0 || t >= n_vocab) throw Error("proposer " + proposer.name() + " proposed token id " + std::to_string(t) + ", out of range");
+    try {
+      proposer.propose(DraftRequest{request.tokens, request.num_prompt_tokens, num_draft, request.sampler->seed(),
+                                    static_cast<uint64_t>(request.num_output_tokens())},
+                       request.draft);
+      const auto n_draft = static_cast<int64_t>(request.draft.tokens.size());
+      if (n_draft > num_draft || (!request.draft.probs.empty() && static_cast<int64_t>(request.draft.probs.size()) != n_draft * n_vocab))
+        throw Error("it returned a malformed proposal");
+      for (int32_t t : request.draft.tokens)
+        if (t < 0 || t >= n_vocab) throw Error("it proposed token id " + std::to_string(t) + ", out of range");
+    } catch (const std::exception& e) {
+      // The request ends with the reason; the others go on.
+      request.draft.clear();
+      RequestOutput out;
+      finish(request, FinishReason::none, out);
+      out.error = "speculative decoding: proposer " + proposer.name() + " failed: " + e.what();
+      outputs.push_back(std::move(out));
+      failed.push_back(id);
+      continue;
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     request.spec.draft_seconds += seconds;
     stats_.spec.draft_seconds += seconds;
   }
+  for (int64_t id : failed) requests_.erase(id);
 }
 
 bool LLMEngine::emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out) {
@@ -169,7 +182,7 @@ bool LLMEngine::emit(Request& request, int32_t token, const float* logits_row, R
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::move(aborted_outputs_);
   aborted_outputs_.clear();
-  propose_drafts();
+  propose_drafts(outputs);
   const SchedulerOutput plan = scheduler_.schedule();
   stats_.preemptions += plan.num_preempted;
   stats_.prefix_cached_tokens += plan.num_prefix_cached_tokens;

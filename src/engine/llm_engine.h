@@ -95,7 +95,8 @@ class LLMEngine {
  private:
   void finish(Request& request, FinishReason reason, RequestOutput& output);
   // Drafts for every speculative request about to verify (running, all but its last token cached).
-  void propose_drafts();
+  // A proposer that throws ends its request with an error output (appended to `outputs`).
+  void propose_drafts(std::vector<RequestOutput>& outputs);
   // Appends one generated token to the request and its output; true when that finished it.
   bool emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out);
 
