@@ -197,6 +197,39 @@ TEST_P(SimdDot, MultiTokenF16DotEqualsSingleCallsBitForBit) {
   }
 }
 
+TEST(F16Tiles, EveryRowAndTokenEqualsTheSingleDotBitForBit) {
+  // The register-blocked tile must give each (row, token) exactly dot_f16_f32, for every token
+  // count, every partial row count and lengths with 8-wide and scalar tails.
+  if (!cpu_supports(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512 (the tile is AVX-512 only)";
+  const DotKernels& simd = dot_kernels_for(Isa::Avx512);
+  ASSERT_TRUE(simd.tile_f16_f32 != nullptr);
+  for (int64_t n : {1, 8, 15, 16, 24, 40, 257, 2048}) {
+    std::vector<std::vector<uint16_t>> rows(kMaxF16TileRows);
+    const uint16_t* w[kMaxF16TileRows];
+    for (int r = 0; r < kMaxF16TileRows; ++r) {
+      auto f = random_vector(static_cast<size_t>(n), 40 + static_cast<uint32_t>(r * 1000 + n));
+      for (float v : f) rows[r].push_back(f32_to_f16(v));
+      w[r] = rows[r].data();
+    }
+    auto xs = random_vector(static_cast<size_t>(n * kDotTokens), 700 + static_cast<uint32_t>(n));
+    const float* x[kDotTokens];
+    for (int j = 0; j < kDotTokens; ++j) x[j] = xs.data() + j * n;
+    for (int tokens = 1; tokens <= kDotTokens; ++tokens) {
+      for (int n_rows = 1; n_rows <= f16_tile_rows(tokens); ++n_rows) {
+        float out[kMaxF16TileRows * kDotTokens];
+        std::fill(std::begin(out), std::end(out), -1.0f);
+        simd.tile_f16_f32(w, n_rows, x, tokens, n, out);
+        for (int r = 0; r < n_rows; ++r)
+          for (int j = 0; j < tokens; ++j) {
+            const float single = simd.dot_f16_f32(w[r], x[j], n);
+            EXPECT_EQ(std::memcmp(&out[r * kDotTokens + j], &single, sizeof(float)), 0)
+                << "n " << n << ", " << tokens << " tokens, " << n_rows << " rows, row " << r << ", token " << j;
+          }
+      }
+    }
+  }
+}
+
 TEST_P(SimdDot, MultiTokenKQuantDotsEqualSingleCallsBitForBit) {
   const DotKernels& simd = dot_kernels_for(GetParam());
   ASSERT_TRUE(simd.dotn_q4_K_q8_K != nullptr && simd.dotn_q6_K_q8_K != nullptr)
@@ -231,8 +264,9 @@ TEST_P(SimdDot, MultiTokenKQuantDotsEqualSingleCallsBitForBit) {
 
 TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
   // Batch invariance at the kernel level: y[t] computed among 13 tokens (a group of 8, then 5)
-  // equals y[t] alone.
-  const int64_t k = 256, m = 40, n_tokens = 13;
+  // equals y[t] alone. 100 rows: several row tiles (run in parallel), a partial last tile and
+  // partial F16 register tiles.
+  const int64_t k = 256, m = 100, n_tokens = 13;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
                         GgmlType::Q5_K, GgmlType::Q6_K}) {
     auto w = random_vector(static_cast<size_t>(k * m), 11);

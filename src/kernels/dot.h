@@ -8,6 +8,7 @@
 
 #include "kernels/packed_dot.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/tile_f16.h"
 
 namespace nucleus {
 
@@ -40,6 +41,9 @@ struct DotKernels {
   // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
   PackedGroupKernel packed_q4_0 = nullptr;
   PackedGroupKernel packed_q8_0 = nullptr;
+  // Several F16 rows × several tokens per call (kernels/tile_f16.h), bit-identical to dot_f16_f32;
+  // nullptr where a table has none (matmul then uses dotn_f16_f32 row by row).
+  F16TileKernel tile_f16_f32 = nullptr;
 };
 constexpr int kDotTokens = 8;  // tokens per multi-token dot call at most
 

@@ -5,4 +5,5 @@
 #define NUCLEUS_ISA_ID Isa::Avx2
 #define NUCLEUS_PACKED_Q4_0 packed_q4_0_avx2
 #define NUCLEUS_PACKED_Q8_0 packed_q8_0_avx2
+#define NUCLEUS_TILE_F16 nullptr
 #include "kernels/dot_x86.inc"

@@ -5,4 +5,5 @@
 #define NUCLEUS_ISA_ID Isa::Avx512
 #define NUCLEUS_PACKED_Q4_0 packed_q4_0_avx512
 #define NUCLEUS_PACKED_Q8_0 packed_q8_0_avx512
+#define NUCLEUS_TILE_F16 tile_f16_f32_avx512
 #include "kernels/dot_x86.inc"

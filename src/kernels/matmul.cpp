@@ -118,6 +118,7 @@ void pack_weights(WeightMatrix& w, int n_threads) {
 namespace {
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
+constexpr int64_t kF16RowTile = 48;  // the same for F16 tiles: a multiple of every f16_tile_rows()
 
 // y[t0 .. t0+n) (n ≤ kDotTokens) for one row through the multi-token kernel; false when the table has none.
 bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& a,
@@ -143,6 +144,24 @@ bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r,
       return true;
     }
     default: return false;
+  }
+}
+
+// y[t0 .. t0+n, r_begin .. r_end) for F16 weights, f16_tile_rows(n) rows per kernel call.
+void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f32, int64_t r_begin, int64_t r_end,
+                   int64_t t0, int n, float* y) {
+  const int64_t k = w.n_cols, m = w.n_rows;
+  const float* x[kDotTokens];
+  for (int j = 0; j < n; ++j) x[j] = x_f32 + (t0 + j) * k;
+  const int rows = f16_tile_rows(n);
+  float out[kMaxF16TileRows * kDotTokens];
+  for (int64_t r = r_begin; r < r_end; r += rows) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(rows, r_end - r));
+    const uint16_t* w_rows[kMaxF16TileRows];
+    for (int i = 0; i < n_rows; ++i) w_rows[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+    kernel(w_rows, n_rows, x, n, k, out);
+    for (int i = 0; i < n_rows; ++i)
+      for (int j = 0; j < n; ++j) y[(t0 + j) * m + r + i] = out[i * kDotTokens + j];
   }
 }
 
@@ -198,15 +217,23 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
   }
   // Several tokens: tiles of rows; within a tile, groups of up to kDotTokens tokens share each
   // loaded weight row (arithmetic intensity grows with the group; a verification pass of γ + 1
-  // ≤ 8 tokens reads each row once). Every y[t, r] is still the same reduction as a single-token
-  // dot, so results do not depend on n_tokens.
-  const int64_t n_tiles = (m + kRowTile - 1) / kRowTile;
+  // ≤ 8 tokens reads each row once). F16 weights go through the register-blocked tile kernel
+  // where the table has one: a few rows at a time, so activations are reused across rows too.
+  // Every y[t, r] is still the same reduction as a single-token dot, so results do not depend
+  // on n_tokens.
+  const bool f16_tiles = w.type == GgmlType::F16 && kernels.tile_f16_f32 != nullptr;
+  const int64_t rows_per_task = f16_tiles ? kF16RowTile : kRowTile;
+  const int64_t n_tiles = (m + rows_per_task - 1) / rows_per_task;
   auto run_tile = [&](int64_t tile) {
-    const int64_t r_end = std::min(m, (tile + 1) * kRowTile);
-    float out[kDotTokens];
+    const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kDotTokens) {
       const int n = static_cast<int>(std::min<int64_t>(kDotTokens, n_tokens - t0));
-      for (int64_t r = tile * kRowTile; r < r_end; ++r) {
+      if (f16_tiles) {
+        run_f16_tiles(kernels.tile_f16_f32, w, a.f32, r_begin, r_end, t0, n, y);
+        continue;
+      }
+      float out[kDotTokens];
+      for (int64_t r = r_begin; r < r_end; ++r) {
         if (n > 1 && dot_row_tokens(kernels, w, r, a, t0, n, out)) {
           for (int j = 0; j < n; ++j) y[(t0 + j) * m + r] = out[j];
         } else {
