@@ -208,5 +208,34 @@ TEST(EnginePrefixCaching, SecondRequestComputesOnlyItsNewTokens) {
   expect_identical(results[second_id], reference, "prefix-cached vs uncached");
 }
 
+TEST(EnginePrefixCaching, RequestsSubmittedTogetherWithOnePromptComputeItOnce) {
+  // n > 1 (the server submits one request per choice) and identical prompts arriving at once:
+  // the first computes the prompt, the others wait for its blocks and take them from the cache,
+  // whether the prompt fits one step or is prefilled in chunks. Each output is unchanged.
+  NUCLEUS_REQUIRE_SHARED();
+  auto loaded = load_model(ModelSource{test::shared_path("models/stories260K.gguf"), "", {}});
+  const std::vector<int32_t> prompt = random_prompt(77, 200, 512);
+  const int32_t max_tokens = 6;
+  const int n = 4;
+  std::vector<RequestOptions> options;
+  for (int i = 0; i < n; ++i) options.push_back(options_for(2 * i + 1, max_tokens));  // seeded, each its own seed
+  for (int64_t budget : {512, 64}) {
+    EngineConfig config;
+    config.num_blocks = 128;
+    config.max_num_batched_tokens = budget;
+    EngineStats stats;
+    const std::vector<Result> together = run_all(*loaded.model, config, std::vector<std::vector<int32_t>>(n, prompt), options, &stats);
+    const int64_t shared = 200 / config.block_size * config.block_size;  // 12 full blocks: 192 tokens
+    EXPECT_EQ(stats.prefix_cached_tokens, (n - 1) * shared) << "budget " << budget;
+    EXPECT_EQ(stats.computed_tokens, 200 + (n - 1) * (200 - shared) + n * (max_tokens - 1)) << "budget " << budget;
+    EngineConfig no_cache = config;
+    no_cache.enable_prefix_caching = false;
+    for (int i = 0; i < n; ++i) {
+      const Result alone = run_all(*loaded.model, no_cache, {prompt}, {options[static_cast<size_t>(i)]})[0];
+      expect_identical(together[static_cast<size_t>(i)], alone, "request " + std::to_string(i) + ", budget " + std::to_string(budget));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nucleus

@@ -60,6 +60,10 @@ SchedulerOutput Scheduler::schedule() {
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Request* request = waiting_.front();
     const int64_t cached = kv_.acquire_cached_prefix(*request);
+    if (prefix_in_flight(*request, cached)) {
+      kv_.free(*request);  // admitted next time, when the block is a cache hit
+      break;
+    }
     request->num_computed_tokens = cached;
     const int64_t num_new = std::min(request->num_tokens_to_compute() - cached, budget);
     if (!kv_.allocate_slots(*request, num_new)) {
@@ -78,6 +82,17 @@ SchedulerOutput Scheduler::schedule() {
   }
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;
   return out;
+}
+
+bool Scheduler::prefix_in_flight(const Request& request, int64_t cached) const {
+  if (!kv_.prefix_caching()) return false;
+  const int64_t end = cached + kv_.block_size();  // the next block of the prompt
+  if (end > request.num_tokens() - 1) return false;  // not one a cache hit could cover
+  const auto prefix_end = request.tokens.begin() + end;
+  return std::any_of(running_.begin(), running_.end(), [&](const Request* r) {
+    return r->status == RequestStatus::running && r->num_computed_tokens < end && r->num_tokens() >= end &&
+           std::equal(request.tokens.begin(), prefix_end, r->tokens.begin());
+  });
 }
 
 void Scheduler::update_after_step(const SchedulerOutput& output) {

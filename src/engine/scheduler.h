@@ -3,7 +3,10 @@
 // a token budget — running requests first (a decode costs 1), then waiting ones in arrival order,
 // a prefill chunked to fit what is left. When KV blocks run out, the latest-arrived running
 // request is preempted: its blocks are freed and it is recomputed later (FCFS, so it goes back to
-// the front of the waiting queue and no request starves).
+// the front of the waiting queue and no request starves). A waiting request whose next full
+// prompt block a running request is about to compute (n > 1 siblings, identical prompts arriving
+// together) waits for it, and then takes it — and every block before it — from the prefix cache:
+// the shared blocks are computed once and held by reference counts.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -49,6 +52,9 @@ class Scheduler {
 
  private:
   void preempt(Request* request);
+  // True when a running request has the same tokens up to the end of the block after `cached`
+  // and has not computed that block yet (only with prefix caching).
+  bool prefix_in_flight(const Request& request, int64_t cached) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;
