@@ -1,5 +1,7 @@
 #include "kernels/machine_peak.h"
 
+#include "kernels/dot.h"
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -46,7 +48,9 @@ __attribute__((target("avx2"))) double read_bandwidth(int n_threads) {
   return best;
 }
 
-__attribute__((target("avx2,fma"))) double fma_throughput(int n_threads) {
+// 8 independent chains of FMAs per thread (enough to hide the latency) on vectors V of `lanes` floats.
+template <typename V, int lanes, typename Fma, typename Set1>
+double fma_chains(int n_threads, Fma fma, Set1 set1) {
   const int64_t iterations = 20'000'000;
   double best = 0.0;
   for (int rep = 0; rep < 3; ++rep) {
@@ -54,23 +58,39 @@ __attribute__((target("avx2,fma"))) double fma_throughput(int n_threads) {
     float sink = 0.0f;
 #pragma omp parallel num_threads(n_threads) reduction(+ : sink)
     {
-      // 8 independent chains hide the FMA latency.
-      __m256 a[8];
-      for (int j = 0; j < 8; ++j) a[j] = _mm256_set1_ps(1.0f + 0.001f * j);
-      const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+      V a[8];
+      for (int j = 0; j < 8; ++j) a[j] = set1(1.0f + 0.001f * j);
+      const V m = set1(0.999999f), c = set1(1e-7f);
       for (int64_t i = 0; i < iterations; ++i)
-        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
-      float lanes[8];
-      __m256 s = a[0];
-      for (int j = 1; j < 8; ++j) s = _mm256_add_ps(s, a[j]);
-      _mm256_storeu_ps(lanes, s);
-      sink += lanes[0];
+        for (int j = 0; j < 8; ++j) a[j] = fma(a[j], m, c);
+      float lanes_out[lanes];
+      for (int j = 1; j < 8; ++j) a[0] = fma(a[j], set1(1.0f), a[0]);
+      __builtin_memcpy(lanes_out, &a[0], sizeof(lanes_out));
+      sink += lanes_out[0];
     }
     const double s = seconds_since(start);
     if (sink == -1.0f) return 0.0;
-    best = std::max(best, static_cast<double>(iterations) * 8 * 8 * 2 * n_threads / s / 1e9);
+    best = std::max(best, static_cast<double>(iterations) * 8 * lanes * 2 * n_threads / s / 1e9);
   }
   return best;
+}
+
+__attribute__((target("avx2,fma"))) double fma_throughput_256(int n_threads) {
+  return fma_chains<__m256, 8>(
+      n_threads, [](__m256 a, __m256 b, __m256 c) __attribute__((target("avx2,fma"))) { return _mm256_fmadd_ps(a, b, c); },
+      [](float v) __attribute__((target("avx2,fma"))) { return _mm256_set1_ps(v); });
+}
+
+// The widest FMA the kernels use: 512-bit where the CPU has AVX-512 (the F16 tiles), else 256-bit.
+__attribute__((target("avx2,fma,avx512f"))) double fma_throughput_512(int n_threads) {
+  return fma_chains<__m512, 16>(
+      n_threads,
+      [](__m512 a, __m512 b, __m512 c) __attribute__((target("avx2,fma,avx512f"))) { return _mm512_fmadd_ps(a, b, c); },
+      [](float v) __attribute__((target("avx2,fma,avx512f"))) { return _mm512_set1_ps(v); });
+}
+
+double fma_throughput(int n_threads) {
+  return cpu_supports(Isa::Avx512) ? fma_throughput_512(n_threads) : fma_throughput_256(n_threads);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ namespace nucleus {
 
 struct MachinePeak {
   double read_gb_per_s = 0.0;  // streaming read of a buffer far larger than the caches
-  double gflop_per_s = 0.0;    // f32 FMA throughput (2 FLOPs per lane per FMA), all threads
+  double gflop_per_s = 0.0;    // f32 FMA throughput (2 FLOPs per lane per FMA), all threads, at the
+                               // widest vectors the kernels use (512-bit with AVX-512)
 };
 
 // Takes about a second. `n_threads` as for inference.
