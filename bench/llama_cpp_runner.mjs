@@ -79,6 +79,13 @@ function stepBarrier() {
   if (++current.arrived >= inFlight) { step = null; setImmediate(current.release); }
   return current.done;
 }
+// A sequence that stops (its token budget, or an end-of-generation token) leaves the lock-step:
+// the others must not wait for it. (Before this, a sequence ending early left the rest waiting on
+// a promise nothing would resolve; node then exited with an empty event loop and printed nothing.)
+function leaveStepBarrier() {
+  --inFlight;
+  if (step != null && step.arrived >= inFlight) { const current = step; step = null; setImmediate(current.release); }
+}
 const context = await model.createContext({
   contextSize: contextSize * batch, batchSize: Math.max(512, pp, batch), threads, sequences: batch, flashAttention: false,
   batching: {
@@ -129,18 +136,27 @@ async function timeGeneration(traced) {
     await Promise.all(sequences.map((s) => s.evaluateWithoutGeneratingNewTokens(Array.from({ length: promptForBatch }, randomToken))));
   trace.on = traced;
   const start = process.hrtime.bigint();
+  let generated = 0;
   await Promise.all(sequences.map(async (s) => {
     let n = 0;
     // Greedy, no repeat penalty (no repeatPenalty option = no penalty sampler in the chain).
-    for await (const token of s.evaluate([randomToken()], { temperature: 0 })) {
-      if (++n >= tg) break;
-      if (dispatchMode !== "nextCycle") await stepBarrier();
+    // yieldEogToken: an end-of-generation token is yielded and decoding goes on, as with
+    // llama-batched-bench and `nucleus bench batch` (which ignore EOS).
+    try {
+      for await (const token of s.evaluate([randomToken()], { temperature: 0, yieldEogToken: true })) {
+        ++generated;
+        if (++n >= tg) break;
+        if (dispatchMode !== "nextCycle") await stepBarrier();
+      }
+    } finally {
+      if (dispatchMode !== "nextCycle") leaveStepBarrier();
     }
   }));
   const ns = process.hrtime.bigint() - start;
   trace.on = false;
   if (traced) wallNs += ns;
-  return (tg * batch) / (Number(ns) / 1e9);
+  result.generated = (result.generated ?? 0) + (traced ? generated : 0);
+  return generated / (Number(ns) / 1e9);
 }
 
 if (pp > 0) {

@@ -10,22 +10,15 @@
 #include "core/rng.h"
 #include "engine/llm_engine.h"
 #include "engine/model_source.h"
+#include "engine_test_helpers.h"
 #include "test_helpers.h"
 
 namespace nucleus {
 namespace {
 
-struct Result {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-  FinishReason reason = FinishReason::none;
-};
-
-std::vector<int32_t> random_prompt(uint64_t seed, int64_t length, int64_t n_vocab) {
-  std::vector<int32_t> p = {1};
-  for (int64_t i = 1; i < length; ++i) p.push_back(static_cast<int32_t>(3 + splitmix64(seed * 1000 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(n_vocab - 3)));
-  return p;
-}
+using Result = test::EngineResult;
+using test::expect_identical;
+using test::random_prompt;
 
 RequestOptions options_for(int variant, int32_t max_tokens) {
   RequestOptions o;
@@ -40,34 +33,6 @@ RequestOptions options_for(int variant, int32_t max_tokens) {
     o.sampling.seed = 1000 + static_cast<uint64_t>(variant);
   }
   return o;
-}
-
-// Runs the given requests to completion together; results by submission index.
-std::vector<Result> run_all(Model& model, const EngineConfig& config, const std::vector<std::vector<int32_t>>& prompts,
-                            const std::vector<RequestOptions>& options, EngineStats* stats = nullptr) {
-  LLMEngine engine(model, nullptr, config);
-  std::map<int64_t, size_t> index;
-  for (size_t i = 0; i < prompts.size(); ++i) index[engine.add_request(prompts[i], options[i])] = i;
-  std::vector<Result> results(prompts.size());
-  while (engine.has_unfinished()) {
-    for (const RequestOutput& out : engine.step()) {
-      Result& r = results[index.at(out.request_id)];
-      r.tokens.insert(r.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
-      for (const auto& l : out.logits) r.logits.push_back(l);
-      if (out.finished) r.reason = out.finish_reason;
-    }
-  }
-  EXPECT_EQ(engine.block_pool().num_free_blocks(), engine.block_pool().num_blocks()) << "KV blocks leaked";
-  if (stats) *stats = engine.stats();
-  return results;
-}
-
-void expect_identical(const Result& a, const Result& b, const std::string& what) {
-  ASSERT_EQ(a.tokens, b.tokens) << what;
-  ASSERT_EQ(a.logits.size(), b.logits.size()) << what;
-  for (size_t i = 0; i < a.logits.size(); ++i)
-    ASSERT_EQ(std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * sizeof(float)), 0)
-        << what << ": logits differ at output " << i;
 }
 
 class BatchInvariance : public testing::TestWithParam<const char*> {};
@@ -90,7 +55,7 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
   alone_config.n_threads = 2;
   alone_config.num_blocks = 16;
   std::vector<Result> alone;
-  for (int i : {0, 1}) alone.push_back(run_all(model, alone_config, {prompts[i]}, {options[i]})[0]);
+  for (int i : {0, 1}) alone.push_back(test::run_engine(model, alone_config, {prompts[i]}, {options[i]})[0]);
 
   struct Variant {
     const char* name;
@@ -111,13 +76,13 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
     config.enable_prefix_caching = v.prefix_caching;
     config.num_blocks = v.num_blocks;
     EngineStats stats;
-    std::vector<Result> together = run_all(model, config, prompts, options, &stats);
+    std::vector<Result> together = test::run_engine(model, config, prompts, options, &stats);
     for (int i : {0, 1}) expect_identical(alone[static_cast<size_t>(i)], together[static_cast<size_t>(i)], v.name);
     if (v.num_blocks < 512) {
       EXPECT_GT(stats.preemptions, 0) << "the small pool should have forced preemption";
       // Under preemption every request, not only the two above, must finish as it would alone.
       for (int i = 2; i < n_requests; ++i) {
-        const Result solo = run_all(model, alone_config, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0];
+        const Result solo = test::run_engine(model, alone_config, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0];
         expect_identical(solo, together[static_cast<size_t>(i)], std::string(v.name) + ", request " + std::to_string(i));
       }
     }
@@ -204,7 +169,7 @@ TEST(EnginePrefixCaching, SecondRequestComputesOnlyItsNewTokens) {
   // Same output as without caching.
   EngineConfig no_cache = config;
   no_cache.enable_prefix_caching = false;
-  Result reference = run_all(*loaded.model, no_cache, {second}, {options})[0];
+  Result reference = test::run_engine(*loaded.model, no_cache, {second}, {options})[0];
   expect_identical(results[second_id], reference, "prefix-cached vs uncached");
 }
 
@@ -224,14 +189,14 @@ TEST(EnginePrefixCaching, RequestsSubmittedTogetherWithOnePromptComputeItOnce) {
     config.num_blocks = 128;
     config.max_num_batched_tokens = budget;
     EngineStats stats;
-    const std::vector<Result> together = run_all(*loaded.model, config, std::vector<std::vector<int32_t>>(n, prompt), options, &stats);
+    const std::vector<Result> together = test::run_engine(*loaded.model, config, std::vector<std::vector<int32_t>>(n, prompt), options, &stats);
     const int64_t shared = 200 / config.block_size * config.block_size;  // 12 full blocks: 192 tokens
     EXPECT_EQ(stats.prefix_cached_tokens, (n - 1) * shared) << "budget " << budget;
     EXPECT_EQ(stats.computed_tokens, 200 + (n - 1) * (200 - shared) + n * (max_tokens - 1)) << "budget " << budget;
     EngineConfig no_cache = config;
     no_cache.enable_prefix_caching = false;
     for (int i = 0; i < n; ++i) {
-      const Result alone = run_all(*loaded.model, no_cache, {prompt}, {options[static_cast<size_t>(i)]})[0];
+      const Result alone = test::run_engine(*loaded.model, no_cache, {prompt}, {options[static_cast<size_t>(i)]})[0];
       expect_identical(together[static_cast<size_t>(i)], alone, "request " + std::to_string(i) + ", budget " + std::to_string(budget));
     }
   }

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "engine/llm_engine.h"
 #include "engine/model_source.h"
+#include "engine_test_helpers.h"
 #include "test_helpers.h"
 
 namespace nucleus {
@@ -25,13 +26,6 @@ std::string name_of(const testing::TestParamInfo<const char*>& info) {
   for (char& c : n)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
-}
-
-std::vector<int32_t> random_prompt(uint64_t seed, int64_t length, int64_t n_vocab) {
-  std::vector<int32_t> p = {1};
-  for (int64_t i = 1; i < length; ++i)
-    p.push_back(static_cast<int32_t>(3 + splitmix64(seed * 1000 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(n_vocab - 3)));
-  return p;
 }
 
 // Logits of every position of `tokens` (teacher forced), one forward over a contiguous cache.
@@ -139,36 +133,9 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, KvF16Logits, testing::ValuesIn(kTolerance
                            return n;
                          });
 
-struct Result {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-};
-
-std::vector<Result> run_all(Model& model, const EngineConfig& config, const std::vector<std::vector<int32_t>>& prompts,
-                            const std::vector<RequestOptions>& options, EngineStats* stats = nullptr) {
-  LLMEngine engine(model, nullptr, config);
-  std::map<int64_t, size_t> index;
-  for (size_t i = 0; i < prompts.size(); ++i) index[engine.add_request(prompts[i], options[i])] = i;
-  std::vector<Result> results(prompts.size());
-  while (engine.has_unfinished()) {
-    for (const RequestOutput& out : engine.step()) {
-      Result& r = results[index.at(out.request_id)];
-      r.tokens.insert(r.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
-      for (const auto& l : out.logits) r.logits.push_back(l);
-    }
-  }
-  EXPECT_EQ(engine.block_pool().num_free_blocks(), engine.block_pool().num_blocks()) << "KV blocks leaked";
-  if (stats) *stats = engine.stats();
-  return results;
-}
-
-void expect_identical(const Result& a, const Result& b, const std::string& what) {
-  ASSERT_EQ(a.tokens, b.tokens) << what;
-  ASSERT_EQ(a.logits.size(), b.logits.size()) << what;
-  for (size_t i = 0; i < a.logits.size(); ++i)
-    ASSERT_EQ(std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * sizeof(float)), 0)
-        << what << ": logits differ at output " << i;
-}
+using Result = test::EngineResult;
+using test::expect_identical;
+using test::random_prompt;
 
 class KvF16BatchInvariance : public testing::TestWithParam<const char*> {};
 
@@ -200,7 +167,7 @@ TEST_P(KvF16BatchInvariance, AloneEqualsAmongOthersAtAnyChunkSizeCachingAndPreem
   base.num_blocks = 128;
   base.kv_type = KvType::f16;
   std::vector<Result> alone;
-  for (int i = 0; i < n_requests; ++i) alone.push_back(run_all(model, base, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0]);
+  for (int i = 0; i < n_requests; ++i) alone.push_back(test::run_engine(model, base, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0]);
 
   struct Variant {
     const char* name;
@@ -219,7 +186,7 @@ TEST_P(KvF16BatchInvariance, AloneEqualsAmongOthersAtAnyChunkSizeCachingAndPreem
     config.enable_prefix_caching = v.prefix_caching;
     config.num_blocks = v.num_blocks;
     EngineStats stats;
-    const std::vector<Result> together = run_all(model, config, prompts, options, &stats);
+    const std::vector<Result> together = test::run_engine(model, config, prompts, options, &stats);
     for (int i = 0; i < n_requests; ++i)
       expect_identical(alone[static_cast<size_t>(i)], together[static_cast<size_t>(i)], std::string(v.name) + ", request " + std::to_string(i));
     if (v.num_blocks == 10) {

@@ -26,6 +26,7 @@
 #include "spec/ngram_proposer.h"
 #include "spec/self_speculation.h"
 #include "spec/speculative_generator.h"
+#include "engine_test_helpers.h"
 #include "test_helpers.h"
 
 namespace nucleus {
@@ -33,11 +34,9 @@ namespace {
 
 constexpr int32_t kMaxTokens = 24;
 
-struct Result {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-  SpeculativeStats spec;
-};
+using Result = test::EngineResult;
+using test::expect_identical;
+using test::random_prompt;
 
 enum class Kind { plain, ngram, draft, self };
 
@@ -98,22 +97,13 @@ class Models {
 // Runs the jobs to completion together in one engine; results by job index.
 std::vector<Result> run_engine(Models& models, const EngineConfig& config, const std::vector<Job>& jobs,
                                EngineStats* stats = nullptr) {
-  LLMEngine engine(models.target(), nullptr, config);
-  std::map<int64_t, size_t> index;
-  for (size_t i = 0; i < jobs.size(); ++i) index[engine.add_request(jobs[i].prompt, models.options(jobs[i]))] = i;
-  std::vector<Result> results(jobs.size());
-  while (engine.has_unfinished()) {
-    for (const RequestOutput& out : engine.step()) {
-      Result& r = results[index.at(out.request_id)];
-      EXPECT_TRUE(out.error.empty()) << out.error;
-      r.tokens.insert(r.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
-      for (const auto& l : out.logits) r.logits.push_back(l);
-      r.spec = out.spec;
-    }
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<RequestOptions> options;
+  for (const Job& job : jobs) {
+    prompts.push_back(job.prompt);
+    options.push_back(models.options(job));
   }
-  EXPECT_EQ(engine.block_pool().num_free_blocks(), engine.block_pool().num_blocks()) << "KV blocks leaked";
-  if (stats) *stats = engine.stats();
-  return results;
+  return test::run_engine(models.target(), config, prompts, options, stats);
 }
 
 EngineConfig config_with(int64_t budget, int64_t num_blocks = 128) {
@@ -122,14 +112,6 @@ EngineConfig config_with(int64_t budget, int64_t num_blocks = 128) {
   c.num_blocks = num_blocks;
   c.block_size = 16;
   return c;
-}
-
-void expect_identical(const Result& a, const Result& b, const std::string& what) {
-  ASSERT_EQ(a.tokens, b.tokens) << what;
-  ASSERT_EQ(a.logits.size(), b.logits.size()) << what;
-  for (size_t i = 0; i < a.logits.size(); ++i)
-    ASSERT_EQ(std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * sizeof(float)), 0)
-        << what << ": logits differ at output " << i;
 }
 
 SamplingParams sampled(uint64_t seed, bool top_p) {
@@ -162,13 +144,6 @@ std::vector<int32_t> repetitive_prompt(Models& models) {
   return models.tokenizer().encode(
       "Once upon a time, there was a little dog. The dog was happy. Once upon a time, there was a little dog.", true,
       false);
-}
-
-std::vector<int32_t> random_prompt(uint64_t seed, int64_t length, int64_t n_vocab) {
-  std::vector<int32_t> p = {1};
-  for (int64_t i = 1; i < length; ++i)
-    p.push_back(static_cast<int32_t>(3 + splitmix64(seed * 1000 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(n_vocab - 3)));
-  return p;
 }
 
 class EngineSpeculation : public testing::TestWithParam<const char*> {};

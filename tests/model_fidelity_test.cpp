@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "test_helpers.h"

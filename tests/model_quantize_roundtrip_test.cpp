@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/model_quantizer.h"

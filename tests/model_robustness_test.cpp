@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

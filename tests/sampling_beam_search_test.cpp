@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "engine/model_source.h"
 #include "engine/sequence_group_runner.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/beam_search.h"
 #include "test_helpers.h"
 

@@ -8,7 +8,7 @@
 
 #include "engine/model_source.h"
 #include "engine/sequence_group_runner.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/sampler.h"
 #include "test_helpers.h"
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/model_source.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/stop_conditions.h"
 #include "test_helpers.h"
 

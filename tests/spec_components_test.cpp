@@ -111,9 +111,9 @@ TEST(NgramProposer, ProposesWhatFollowedTheLongestMatch) {
   EXPECT_THROW(NgramProposer(3, 2), Error);
 }
 
-TEST(SpeculativeRunner, TruncateThenFeedEqualsFreshFeed) {
+TEST(SequenceRunner, TruncateThenFeedEqualsFreshFeed) {
   auto model = test::make_tiny_model(test::TinyModelSpec{});
-  SpeculativeRunner fresh(*model, 32, 1), rolled(*model, 32, 1);
+  SequenceRunner fresh(*model, 32, 1), rolled(*model, 32, 1);
   const std::vector<int32_t> kept = {1, 5, 6}, rejected = {7, 8, 9}, accepted = {10, 11};
   std::vector<int32_t> all = kept;
   all.insert(all.end(), accepted.begin(), accepted.end());
@@ -150,7 +150,7 @@ TEST(SelfSpeculation, AllLayersIsTheTargetAndKIsChecked) {
   auto whole = load_layer_prefix_model(*target, 2);
   auto first = load_layer_prefix_model(*target, 1);
   EXPECT_EQ(first->hparams().n_layer, 1);
-  SpeculativeRunner a(*target, 16, 1), b(*whole, 16, 1), c(*first, 16, 1);
+  SequenceRunner a(*target, 16, 1), b(*whole, 16, 1), c(*first, 16, 1);
   const std::vector<int32_t> tokens = {1, 4, 5, 6};
   EXPECT_EQ(a.feed(tokens), b.feed(tokens));
   EXPECT_NE(a.feed(std::vector<int32_t>{7}), c.feed(tokens));

@@ -41,7 +41,7 @@ std::vector<float> dense(const Candidates& c) {
 
 // P(x1, x2, x3 | prompt) under plain sampling from the target with `params`, by enumeration.
 std::vector<double> exact_joint(Model& target, const SamplingParams& params, const std::vector<int32_t>& prompt) {
-  SpeculativeRunner runner(target, 64, 1);
+  SequenceRunner runner(target, 64, 1);
   SamplerChain chain(params);
   const auto n = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> sequence = prompt;
@@ -198,7 +198,7 @@ SamplingParams params_for(const Case& c) {
 // For n-gram lookup: a prompt whose repeated part is the target's own greedy continuation, so the
 // lookup proposes tokens the target finds likely: [1, g1, g2, g3, 1, g1] → drafts g2, g3, 1.
 std::vector<int32_t> greedy_echo_prompt(Model& target) {
-  SpeculativeRunner runner(target, 16, 1);
+  SequenceRunner runner(target, 16, 1);
   std::vector<int32_t> chain = {1};
   const std::vector<float>* logits = &runner.feed(chain);
   for (int i = 0; i < 3; ++i) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/model_source.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "model/synthetic_model.h"
 #include "sampling/sampler.h"
 #include "spec/draft_model_proposer.h"

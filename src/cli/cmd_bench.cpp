@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "kernels/machine_peak.h"
 #include "model/cost_model.h"
 

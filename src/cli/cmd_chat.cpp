@@ -27,7 +27,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/sampler.h"
 #include "tokenizer/chat_template.h"
 

@@ -26,7 +26,7 @@
 #include "engine/async_engine.h"
 #include "engine/beam_search_runner.h"
 #include "engine/sequence_group_runner.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/beam_search.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"

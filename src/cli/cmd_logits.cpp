@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 
 namespace nucleus::cli {
 

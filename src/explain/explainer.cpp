@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "engine/beam_search_runner.h"
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "spec/self_speculation.h"

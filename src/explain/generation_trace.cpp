@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 
 namespace nucleus::explain {
 

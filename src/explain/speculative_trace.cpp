@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "engine/sequence_runner.h"
+#include "model/sequence_runner.h"
 #include "sampling/sampler.h"
 #include "spec/speculative_generator.h"
 

@@ -10,7 +10,7 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "spec/proposer.h"
-#include "spec/speculative_runner.h"
+#include "model/sequence_runner.h"
 
 namespace nucleus {
 
@@ -30,7 +30,7 @@ class DraftModelProposer final : public Proposer {
   Model& model() { return runner_.model(); }
 
  private:
-  SpeculativeRunner runner_;
+  SequenceRunner runner_;
   SamplerChain chain_;
   std::string name_;
   std::vector<int32_t> context_;  // the sequence plus the drafts so far, for the penalties

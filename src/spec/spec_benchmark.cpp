@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "sampling/sampler.h"
 #include "spec/speculative_generator.h"
-#include "spec/speculative_runner.h"
+#include "model/sequence_runner.h"
 
 namespace nucleus {
 
@@ -32,7 +32,7 @@ DecodeTiming time_plain_decode(Model& model, const std::vector<int32_t>& prompt,
                                const SamplingParams& params, int n_threads) {
   if (prompt.empty()) throw Error("bench spec: empty prompt");
   const auto n_prompt = static_cast<int64_t>(prompt.size());
-  SpeculativeRunner runner(model, n_prompt + n_tokens + 1, n_threads);
+  SequenceRunner runner(model, n_prompt + n_tokens + 1, n_threads);
   SamplerChain chain(params);
   const int64_t n_vocab = model.hparams().n_vocab;
   std::vector<int32_t> tokens = prompt;
@@ -68,7 +68,7 @@ SpeculativeTiming time_speculative_decode(Model& target, Proposer& proposer, int
 double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
                                int n_threads) {
   const auto n_prompt = static_cast<int64_t>(prompt.size());
-  SpeculativeRunner runner(model, n_prompt + n_tokens, n_threads);
+  SequenceRunner runner(model, n_prompt + n_tokens, n_threads);
   runner.feed(prompt);
   const std::vector<int32_t> batch(static_cast<size_t>(n_tokens), prompt.back());
   std::vector<double> one, many;

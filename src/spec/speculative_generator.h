@@ -20,7 +20,7 @@
 #include "spec/proposer.h"
 #include "spec/draft_verifier.h"
 #include "spec/rejection_sampler.h"
-#include "spec/speculative_runner.h"
+#include "model/sequence_runner.h"
 #include "spec/speculative_stats.h"
 
 namespace nucleus {
@@ -56,7 +56,7 @@ class SpeculativeGenerator {
   SamplerChain chain_;
   int32_t gamma_;
   int64_t n_ctx_;
-  SpeculativeRunner runner_;
+  SequenceRunner runner_;
   DraftVerifier verifier_;
 
   uint64_t seed_ = 0;

@@ -1,5 +1,6 @@
-// One sequence through a model with a KV cache that can be rolled back: the cache behind both the
-// target and the draft of speculative decoding.
+// One sequence through a model with its own contiguous KV cache that can be rolled back: the
+// simple path of `nucleus generate --logprobs`, `logits`, `chat`, the explainer, and the cache
+// behind both the target and the draft of single-sequence speculative decoding.
 //
 // It remembers which tokens its KV holds. Rolling back (truncate) only lowers n_past: the forward
 // pass reads positions ≤ the one it computes, so entries past n_past are dead until overwritten
@@ -14,10 +15,10 @@
 
 namespace nucleus {
 
-class SpeculativeRunner {
+class SequenceRunner {
  public:
   // n_ctx: the most positions the sequence may reach (prompt + outputs + drafts).
-  SpeculativeRunner(Model& model, int64_t n_ctx, int n_threads);
+  SequenceRunner(Model& model, int64_t n_ctx, int n_threads);
 
   Model& model() { return model_; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -27,10 +28,14 @@ class SpeculativeRunner {
   // Appends tokens; returns logits [n_vocab] of the last one, or [n, n_vocab] of each when
   // all_logits. Throws Error when the context would overflow.
   const std::vector<float>& feed(std::span<const int32_t> tokens, bool all_logits = false);
+  const std::vector<float>& feed(const std::vector<int32_t>& tokens, bool all_logits = false) {
+    return feed(std::span<const int32_t>(tokens), all_logits);
+  }
   // Forgets every position ≥ n_past (n_past ≤ the current one).
   void truncate(int64_t n_past);
   // Keeps the longest cached prefix of `tokens` (at most max_keep tokens); returns its length.
   int64_t keep_common_prefix(std::span<const int32_t> tokens, int64_t max_keep);
+  void reset() { truncate(0); }
 
  private:
   Model& model_;

@@ -1,4 +1,4 @@
-#include "spec/speculative_runner.h"
+#include "model/sequence_runner.h"
 
 #include <algorithm>
 #include <numeric>
@@ -15,13 +15,13 @@ KvCacheShape contiguous_shape(const HParams& hp, int64_t n_ctx) {
 }
 }  // namespace
 
-SpeculativeRunner::SpeculativeRunner(Model& model, int64_t n_ctx, int n_threads)
+SequenceRunner::SequenceRunner(Model& model, int64_t n_ctx, int n_threads)
     : model_(model), n_ctx_(n_ctx), n_threads_(n_threads), kv_(contiguous_shape(model.hparams(), n_ctx)) {
   block_table_.resize(static_cast<size_t>(kv_.shape().num_blocks));
   std::iota(block_table_.begin(), block_table_.end(), 0);
 }
 
-const std::vector<float>& SpeculativeRunner::feed(std::span<const int32_t> tokens, bool all_logits) {
+const std::vector<float>& SequenceRunner::feed(std::span<const int32_t> tokens, bool all_logits) {
   if (tokens.empty()) throw Error("nothing to feed: empty token list");
   const int64_t n_past = this->n_past();
   const auto n = static_cast<int64_t>(tokens.size());
@@ -38,12 +38,12 @@ const std::vector<float>& SpeculativeRunner::feed(std::span<const int32_t> token
   return logits_;
 }
 
-void SpeculativeRunner::truncate(int64_t n_past) {
+void SequenceRunner::truncate(int64_t n_past) {
   if (n_past < 0 || n_past > this->n_past()) throw Error("truncate: n_past out of range");
   cached_tokens_.resize(static_cast<size_t>(n_past));
 }
 
-int64_t SpeculativeRunner::keep_common_prefix(std::span<const int32_t> tokens, int64_t max_keep) {
+int64_t SequenceRunner::keep_common_prefix(std::span<const int32_t> tokens, int64_t max_keep) {
   const int64_t limit = std::min({max_keep, n_past(), static_cast<int64_t>(tokens.size())});
   int64_t common = 0;
   while (common < limit && cached_tokens_[static_cast<size_t>(common)] == tokens[static_cast<size_t>(common)]) ++common;
