@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "core/fp16.h"
+#include "core/weight_memory.h"
 #include "io/gguf.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -218,7 +220,7 @@ TEST(F16Tiles, EveryRowAndTokenEqualsTheSingleDotBitForBit) {
       for (int n_rows = 1; n_rows <= f16_tile_rows(tokens); ++n_rows) {
         float out[kMaxF16TileRows * kDotTokens];
         std::fill(std::begin(out), std::end(out), -1.0f);
-        simd.tile_f16_f32(w, n_rows, x, tokens, n, out);
+        simd.tile_f16_f32(w, n_rows, w, x, tokens, n, out);
         for (int r = 0; r < n_rows; ++r)
           for (int j = 0; j < tokens; ++j) {
             const float single = simd.dot_f16_f32(w[r], x[j], n);
@@ -282,6 +284,36 @@ TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
       EXPECT_EQ(std::memcmp(alone.data(), batched.data() + t * m, static_cast<size_t>(m) * 4), 0) << ggml_type_name(type);
     }
   }
+}
+
+TEST(WeightMemory, LargeMatricesMoveToAlignedCopiesThatMultiplyTheSame) {
+  // copy_to_weight_memory: a matrix of at least kMinHugeWeightBytes moves to a 2 MiB-aligned copy
+  // (huge pages) holding the same bytes and giving bit-identical products; the copy outlives the
+  // original storage; a small matrix stays where it is.
+  const int64_t k = 2048, m = static_cast<int64_t>(kMinHugeWeightBytes / (2 * 2048)) + 3;  // F16: just over
+  auto w = random_vector(static_cast<size_t>(k * m), 21);
+  auto stored = std::make_unique<std::vector<uint8_t>>(ggml_row_size(GgmlType::F16, k) * m);
+  for (int64_t r = 0; r < m; ++r) quantize_row(GgmlType::F16, w.data() + r * k, stored->data() + r * 2 * k, k);
+  WeightMatrix matrix{GgmlType::F16, stored->data(), k, m, ggml_row_size(GgmlType::F16, k)};
+  auto x = random_vector(static_cast<size_t>(5 * k), 22);
+  std::vector<float> before(static_cast<size_t>(5 * m)), after(before.size());
+  MatmulScratch scratch;
+  matmul(select_dot_kernels(), matrix, x.data(), 5, before.data(), 2, scratch);
+
+  ASSERT_TRUE(copy_to_weight_memory(matrix));
+  EXPECT_NE(matrix.data, static_cast<const void*>(stored->data()));
+  EXPECT_EQ(matrix.data, static_cast<const void*>(matrix.copy.get()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(matrix.data) % kHugePageBytes, 0u);
+  EXPECT_EQ(std::memcmp(matrix.data, stored->data(), stored->size()), 0);
+  stored.reset();  // the file's bytes go away; the copy is what matmul reads
+  matmul(select_dot_kernels(), matrix, x.data(), 5, after.data(), 2, scratch);
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0);
+
+  std::vector<uint8_t> small(ggml_row_size(GgmlType::F16, k) * 4);
+  WeightMatrix little{GgmlType::F16, small.data(), k, 4, ggml_row_size(GgmlType::F16, k)};
+  EXPECT_FALSE(copy_to_weight_memory(little));
+  EXPECT_EQ(little.data, static_cast<const void*>(small.data()));
+  EXPECT_EQ(little.copy, nullptr);
 }
 
 TEST(Ops, RopeRotatesPairsInBothLayouts) {

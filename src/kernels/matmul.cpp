@@ -3,9 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/weight_memory.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_k.h"
 
@@ -115,6 +117,16 @@ void pack_weights(WeightMatrix& w, int n_threads) {
   if (packable(w.type) && !w.packed) w.packed = pack_rows(w, n_threads);
 }
 
+bool copy_to_weight_memory(WeightMatrix& w) {
+  const size_t bytes = w.row_bytes * static_cast<size_t>(w.n_rows);
+  if (bytes < kMinHugeWeightBytes) return false;
+  WeightBuffer buffer = allocate_weight_memory(bytes);
+  std::memcpy(buffer.get(), w.data, bytes);
+  w.data = buffer.get();
+  w.copy = std::shared_ptr<const uint8_t>(buffer.release(), &std::free);
+  return true;
+}
+
 namespace {
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
@@ -158,8 +170,12 @@ void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f
   for (int64_t r = r_begin; r < r_end; r += rows) {
     const int n_rows = static_cast<int>(std::min<int64_t>(rows, r_end - r));
     const uint16_t* w_rows[kMaxF16TileRows];
-    for (int i = 0; i < n_rows; ++i) w_rows[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
-    kernel(w_rows, n_rows, x, n, k, out);
+    const uint16_t* ahead[kMaxF16TileRows];  // the next tile's rows, clamped to the matrix
+    for (int i = 0; i < n_rows; ++i) {
+      w_rows[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+      ahead[i] = reinterpret_cast<const uint16_t*>(w.row(std::min(r + rows + i, m - 1)));
+    }
+    kernel(w_rows, n_rows, ahead, x, n, k, out);
     for (int i = 0; i < n_rows; ++i)
       for (int j = 0; j < n; ++j) y[(t0 + j) * m + r + i] = out[i * kDotTokens + j];
   }

@@ -11,7 +11,8 @@
 namespace nucleus {
 
 // A weight matrix as stored in the file: n_rows rows of n_cols elements each, row-major in
-// its own type (GGUF ne[0] = n_cols, ne[1] = n_rows). The data is not owned (mmap).
+// its own type (GGUF ne[0] = n_cols, ne[1] = n_rows). The data points into the file's mapping, or
+// into `copy` once copy_to_weight_memory has moved it.
 struct WeightMatrix {
   GgmlType type = GgmlType::F32;
   const void* data = nullptr;
@@ -21,6 +22,8 @@ struct WeightMatrix {
   // Q4_0 / Q8_0: the same rows re-laid out for SIMD across rows (pack_weights); matmul uses it when
   // present. Shared, so copies of a model's weights share one packing.
   std::shared_ptr<const PackedRows> packed;
+  // The memory `data` points into after copy_to_weight_memory (null while it is the file's).
+  std::shared_ptr<const uint8_t> copy;
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes; }
 };
@@ -60,6 +63,11 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
 
 // Packs w's rows for the packed kernels when its type has them (Q4_0, Q8_0); otherwise a no-op.
 void pack_weights(WeightMatrix& w, int n_threads);
+
+// Moves a large matrix into weight memory (core/weight_memory.h: huge pages) by copying its rows;
+// w.data then points at the copy. Returns false, changing nothing, for one too small to gain
+// (under kMinHugeWeightBytes). Results of matmul are unchanged: the bytes are the same.
+bool copy_to_weight_memory(WeightMatrix& w);
 
 // Dequantizes one stored row (e.g. an embedding lookup) into dst[w.n_cols].
 void matrix_row_to_f32(const WeightMatrix& w, int64_t r, float* dst);

@@ -1,11 +1,10 @@
 #include "kernels/packed_rows.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
 #include <new>
 
 #include "core/error.h"
+#include "core/weight_memory.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
 
@@ -40,16 +39,9 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   p->n_blocks = w.n_cols / 32;
   p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
   p->group_bytes = (static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows) + 63) / 64 * 64;
-  // Large matrices are 2 MiB-aligned and advised as huge pages: a 1 GB model then takes ~500 page
-  // faults to pack, not ~250,000 (which cost seconds in a VM). Small ones would waste the rounding.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
-  const bool huge = bytes >= 4 * kHugePage;
-  const size_t align = huge ? kHugePage : 64;
-  const size_t total = (bytes + align - 1) / align * align;
-  p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(align, total)));
-  if (!p->data) throw Error("pack_rows: out of memory for " + std::to_string(total) + " bytes of packed weights");
-  if (huge) ::madvise(p->data.get(), total, MADV_HUGEPAGE);  // advisory: ignored where unsupported
+  // Large matrices go on huge pages (core/weight_memory.h): a 1 GB model then also takes ~500
+  // page faults to pack, not ~250,000 (which cost seconds in a VM).
+  p->data = allocate_weight_memory(p->group_bytes * static_cast<size_t>(p->n_groups));
   PackedRows& out = *p;
   const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)

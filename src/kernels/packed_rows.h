@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "core/weight_memory.h"
 #include "io/ggml_type.h"
 
 namespace nucleus {
@@ -33,7 +34,7 @@ struct PackedRows {
   int64_t n_groups = 0, n_blocks = 0;  // row groups; blocks of 32 columns per row
   size_t qs_block_bytes = 0;           // 256 (Q4_0) or 512 (Q8_0)
   size_t group_bytes = 0;              // one group's quants and scales, a multiple of 64
-  std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};  // 64-byte aligned
+  WeightBuffer data{nullptr, &std::free};  // 64-byte aligned (2 MiB when large)
 
   const uint8_t* group_qs(int64_t g) const { return data.get() + static_cast<size_t>(g) * group_bytes; }
   const uint16_t* group_scales(int64_t g) const {

@@ -19,10 +19,12 @@ namespace nucleus {
 constexpr int f16_tile_rows(int n_tokens) { return n_tokens <= 6 ? 4 : 3; }
 constexpr int kMaxF16TileRows = 4;
 
-using F16TileKernel = void (*)(const uint16_t* const* w, int n_rows, const float* const* x, int n_tokens, int64_t n,
-                               float* out);
+// ahead[0, n_rows): rows to prefetch while this tile runs (the next tile's; the tile's own when
+// there is none). They are only prefetched, never read, so they do not change `out`.
+using F16TileKernel = void (*)(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead,
+                               const float* const* x, int n_tokens, int64_t n, float* out);
 
-void tile_f16_f32_avx512(const uint16_t* const* w, int n_rows, const float* const* x, int n_tokens, int64_t n,
-                         float* out);
+void tile_f16_f32_avx512(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead, const float* const* x,
+                         int n_tokens, int64_t n, float* out);
 
 }  // namespace nucleus

@@ -28,9 +28,14 @@ NUCLEUS_AVX512 inline float reduce_halves(__m512 acc) {
 
 // R rows × N tokens; rows past n_rows repeat the last one (computed, not stored).
 template <int R, int N>
-NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const float* const* x, int64_t n, float* out) {
+NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const uint16_t* const* ahead_rows,
+                         const float* const* x, int64_t n, float* out) {
   const uint16_t* w[R];
-  for (int r = 0; r < R; ++r) w[r] = rows[r < n_rows ? r : n_rows - 1];
+  const uint16_t* ahead[R];
+  for (int r = 0; r < R; ++r) {
+    w[r] = rows[r < n_rows ? r : n_rows - 1];
+    ahead[r] = ahead_rows[r < n_rows ? r : n_rows - 1];
+  }
   __m512 acc[R][N];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < N; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -38,9 +43,11 @@ NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const float* c
   for (; i + 16 <= n; i += 16) {
     __m512 wv[R];
     for (int r = 0; r < R; ++r) {
-      // The weights stream from memory while the FMAs run: ask for them 1 KB ahead (one thread
-      // ran ~10-15% faster with it in noisy runs; with two threads no difference was measurable).
-      _mm_prefetch(reinterpret_cast<const char*>(w[r] + i) + 1024, _MM_HINT_T0);
+      // The weights stream from memory while the FMAs run: ask for the next tile's at the same
+      // column, one tile (R rows) ahead. A 5-token pass over TinyLlama-shape F16 ran 7-14%
+      // faster in six of six interleaved runs than asking 1 KB ahead within the row, whose
+      // requests fall into the rows this tile already reads.
+      _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + i), _MM_HINT_T0);
       wv[r] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + i)));
     }
     for (int j = 0; j < N; ++j) {
@@ -71,24 +78,25 @@ NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const float* c
 }
 
 template <int N>
-NUCLEUS_AVX512 void tile_tokens(const uint16_t* const* w, int n_rows, const float* const* x, int64_t n, float* out) {
-  tile<f16_tile_rows(N), N>(w, n_rows, x, n, out);
+NUCLEUS_AVX512 void tile_tokens(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead,
+                                const float* const* x, int64_t n, float* out) {
+  tile<f16_tile_rows(N), N>(w, n_rows, ahead, x, n, out);
 }
 
 }  // namespace
 
-NUCLEUS_AVX512 void tile_f16_f32_avx512(const uint16_t* const* w, int n_rows, const float* const* x, int n_tokens,
-                                        int64_t n, float* out) {
+NUCLEUS_AVX512 void tile_f16_f32_avx512(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead,
+                                        const float* const* x, int n_tokens, int64_t n, float* out) {
   static_assert(kDotTokens == 8);
   switch (n_tokens) {
-    case 1: return tile_tokens<1>(w, n_rows, x, n, out);
-    case 2: return tile_tokens<2>(w, n_rows, x, n, out);
-    case 3: return tile_tokens<3>(w, n_rows, x, n, out);
-    case 4: return tile_tokens<4>(w, n_rows, x, n, out);
-    case 5: return tile_tokens<5>(w, n_rows, x, n, out);
-    case 6: return tile_tokens<6>(w, n_rows, x, n, out);
-    case 7: return tile_tokens<7>(w, n_rows, x, n, out);
-    default: return tile_tokens<8>(w, n_rows, x, n, out);
+    case 1: return tile_tokens<1>(w, n_rows, ahead, x, n, out);
+    case 2: return tile_tokens<2>(w, n_rows, ahead, x, n, out);
+    case 3: return tile_tokens<3>(w, n_rows, ahead, x, n, out);
+    case 4: return tile_tokens<4>(w, n_rows, ahead, x, n, out);
+    case 5: return tile_tokens<5>(w, n_rows, ahead, x, n, out);
+    case 6: return tile_tokens<6>(w, n_rows, ahead, x, n, out);
+    case 7: return tile_tokens<7>(w, n_rows, ahead, x, n, out);
+    default: return tile_tokens<8>(w, n_rows, ahead, x, n, out);
   }
 }
 

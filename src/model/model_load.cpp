@@ -107,17 +107,20 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
     w.output = w.token_embd;
     w.tied_output = true;
   }
-  // Q4_0 / Q8_0 matrices get a copy laid out for SIMD across rows (kernels/packed_rows.h); the
-  // token embedding stays as stored (rows are looked up, not multiplied), unless it is the output.
+  // Q4_0 / Q8_0 matrices get a copy laid out for SIMD across rows (kernels/packed_rows.h); other
+  // large ones a plain copy on huge pages (core/weight_memory.h). The token embedding stays as
+  // stored (rows are looked up, not multiplied), unless it is the output.
   const int pack_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // The stored bytes of a packed matrix are not read again, so the process lets go of those pages.
-  auto pack = [&](WeightMatrix& m) {
+  // The stored bytes of a moved matrix are not read again, so the process lets go of those pages.
+  auto settle = [&](WeightMatrix& m) {
+    const void* stored = m.data;
     pack_weights(m, pack_threads);
-    if (m.packed && m.data != w.token_embd.data) file->release_pages(m.data, m.row_bytes * static_cast<size_t>(m.n_rows));
+    const bool moved = m.packed || copy_to_weight_memory(m);
+    if (moved && stored != w.token_embd.data) file->release_pages(stored, m.row_bytes * static_cast<size_t>(m.n_rows));
   };
   for (LayerWeights& L : w.layers)
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*m);
-  pack(w.output);
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) settle(*m);
+  settle(w.output);
   model->file_ = std::move(file);
   model->kernels_ = &select_dot_kernels();
   return model;

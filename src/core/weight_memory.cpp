@@ -1,0 +1,22 @@
+#include "core/weight_memory.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace nucleus {
+
+WeightBuffer allocate_weight_memory(size_t bytes) {
+  const bool huge = bytes >= kMinHugeWeightBytes;
+  const size_t align = huge ? kHugePageBytes : 64;
+  const size_t total = (std::max<size_t>(bytes, 1) + align - 1) / align * align;  // aligned_alloc wants a multiple
+  WeightBuffer buffer(static_cast<uint8_t*>(std::aligned_alloc(align, total)), &std::free);
+  if (!buffer) throw Error("out of memory for " + std::to_string(bytes) + " bytes of weights");
+  if (huge) ::madvise(buffer.get(), total, MADV_HUGEPAGE);  // advisory: ignored where unsupported
+  return buffer;
+}
+
+}  // namespace nucleus
