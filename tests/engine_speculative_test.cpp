@@ -6,9 +6,11 @@
 //   and cut drafts short, a pool small enough to preempt) give each request the tokens and logits
 //   it gets alone;
 // - greedy speculation equals plain greedy decoding, logits included;
-// - rejected drafts' blocks go back to the pool, and the counters add up.
+// - rejected drafts' blocks go back to the pool, and the counters add up;
+// - requests sharing a draft model draft together: one draft pass per position for all of them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -22,6 +24,7 @@
 #include "engine/llm_engine.h"
 #include "engine/model_source.h"
 #include "model/synthetic_model.h"
+#include "spec/draft_batch.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "spec/self_speculation.h"
@@ -61,6 +64,7 @@ class Models {
     write_synthetic_model(spec, draft_path, 7);
     draft_ = Model::load(GgufFile::open(draft_path));
     std::filesystem::remove(draft_path);
+    draft_batch_ = std::make_shared<DraftBatch>(*draft_, 1);
   }
   Model& target() { return *target_.model; }
   const Tokenizer& tokenizer() { return *target_.tokenizer; }
@@ -69,8 +73,10 @@ class Models {
   std::shared_ptr<Proposer> proposer(const Job& job, int64_t n_ctx) {
     switch (job.kind) {
       case Kind::ngram: return std::make_shared<NgramProposer>(1, 3);
-      case Kind::draft: return std::make_shared<DraftModelProposer>(*draft_, job.sampling, n_ctx, 1, "random-draft");
-      case Kind::self: return std::make_shared<SelfSpeculationProposer>(target(), 1, job.sampling, n_ctx, 1);
+      // Every draft-model request drafts in one DraftBatch, as `nucleus generate` and the
+      // server set it up: the engine then drafts for all of them in shared passes.
+      case Kind::draft: return std::make_shared<DraftModelProposer>(draft_batch_, job.sampling, "random-draft");
+      case Kind::self: return std::make_shared<SelfSpeculationProposer>(target(), 1, job.sampling, 1);
       case Kind::plain: break;
     }
     return nullptr;
@@ -92,6 +98,9 @@ class Models {
  private:
   LoadedModel target_;
   std::unique_ptr<Model> draft_;
+
+ public:
+  std::shared_ptr<DraftBatch> draft_batch_;
 };
 
 // Runs the jobs to completion together in one engine; results by job index.
@@ -219,6 +228,32 @@ TEST_P(EngineSpeculation, MixedWithPlainRequestsEachGetsItsTokensAlone) {
     EXPECT_EQ(stats.spec.num_emitted, spec_emitted) << setting.name;
     if (std::string(setting.name) == "24 blocks") EXPECT_GT(stats.preemptions, 0) << "the small pool must preempt";
   }
+}
+
+TEST_P(EngineSpeculation, RequestsSharingADraftModelDraftInSharedPasses) {
+  // Six draft-model requests (greedy and seeded, γ 4) run together: each gets exactly its tokens
+  // alone, and the draft model runs about a sixth of the passes the requests take one by one
+  // (a pass per draft position for all of them). Every draft block is free at the end.
+  NUCLEUS_REQUIRE_SHARED();
+  Models models(test::shared_path(GetParam()));
+  std::vector<Job> jobs;
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(Job{random_prompt(static_cast<uint64_t>(i) + 40, 6 + 5 * i, models.n_vocab()), Kind::draft, 4,
+                       i % 2 == 0 ? greedy() : sampled(200 + static_cast<uint64_t>(i), false)});
+  std::vector<Result> alone;
+  const int64_t passes_before = models.draft_batch_->forward_passes();
+  for (const Job& job : jobs) alone.push_back(run_engine(models, config_with(512), {job})[0]);
+  const int64_t passes_alone = models.draft_batch_->forward_passes() - passes_before;
+
+  EngineStats stats;
+  const std::vector<Result> together = run_engine(models, config_with(512), jobs, &stats);
+  const int64_t passes_together = models.draft_batch_->forward_passes() - passes_before - passes_alone;
+  for (size_t i = 0; i < jobs.size(); ++i) expect_identical(alone[i], together[i], "job " + std::to_string(i));
+  // Alone, each engine step with a draft costs up to γ passes; together the same per step for all six.
+  EXPECT_LE(passes_together, stats.steps * jobs[0].gamma);
+  EXPECT_LT(3 * passes_together, passes_alone) << passes_together << " passes together vs " << passes_alone << " alone";
+  EXPECT_EQ(models.draft_batch_->blocks_in_use(), 0);
+  std::printf("%lld draft passes together, %lld alone\n", static_cast<long long>(passes_together), static_cast<long long>(passes_alone));
 }
 
 TEST_P(EngineSpeculation, GreedySpeculationEqualsPlainGreedyLogitsIncluded) {

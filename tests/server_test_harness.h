@@ -44,8 +44,10 @@ class TestServer {
     engine_.reset();
   }
 
-  void attach() {
+  // speculation: as `serve --draft/--spec` sets it up (default: plain decoding).
+  void attach(server::Speculation speculation = {}) {
     server::ServedModel served;
+    served.speculation = std::move(speculation);
     served.engine = engine_.get();
     served.tokenizer = loaded_.tokenizer.get();
     served.max_model_len = max_model_len_;

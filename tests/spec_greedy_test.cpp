@@ -79,10 +79,10 @@ TEST_P(SpeculativeGreedyTest, EqualsPlainGreedyForEveryProposerAndGamma) {
   for (int32_t gamma : {1, 2, 4, 8}) {
     std::vector<std::unique_ptr<Proposer>> proposers;
     proposers.push_back(std::make_unique<NgramProposer>(1, 3));
-    proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, 1, greedy_params(), n_ctx, 1));
+    proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, 1, greedy_params(), 1));
     if (model.hparams().n_layer > 2)
-      proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, model.hparams().n_layer - 1, greedy_params(), n_ctx, 1));
-    proposers.push_back(std::make_unique<DraftModelProposer>(*draft, greedy_params(), n_ctx, 1, "random-draft"));
+      proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, model.hparams().n_layer - 1, greedy_params(), 1));
+    proposers.push_back(std::make_unique<DraftModelProposer>(*draft, greedy_params(), 1, "random-draft"));
     for (auto& proposer : proposers) {
       SpeculativeStats stats;
       EXPECT_EQ(speculative_greedy(model, *proposer, gamma, prompt, kNewTokens, &stats), expected)
@@ -116,7 +116,7 @@ TEST(SpeculativeGreedy, QuantizedDraftOfTheSameModel) {
   const std::vector<int32_t> prompt = target.tokenizer->encode("The quick brown fox", true, false);
   const std::vector<int32_t> expected = plain_greedy(*target.model, prompt, kNewTokens);
   for (int32_t gamma : {1, 2, 4, 8}) {
-    DraftModelProposer proposer(*draft.model, greedy_params(), static_cast<int64_t>(prompt.size()) + kNewTokens, 1, "q4_0");
+    DraftModelProposer proposer(*draft.model, greedy_params(), 1, "q4_0");
     SpeculativeStats stats;
     EXPECT_EQ(speculative_greedy(*target.model, proposer, gamma, prompt, kNewTokens, &stats), expected) << gamma;
     std::printf("f16 target, q4_0 draft, gamma %d: alpha %.3f, tokens/pass %.2f\n", gamma, stats.acceptance_rate(),

@@ -61,7 +61,7 @@ int run_bench_spec(SpecBenchOptions o) {
   validate_sampling_params(o.sampling);
   o.sampling.seed = o.seed;
   LoadedModel target = load_model(o.source);
-  const ProposerFactory proposers(o.speculation, target);
+  ProposerFactory proposers(o.speculation, target);
   const int n_threads = o.n_threads > 0 ? o.n_threads : default_threads();
   std::vector<int32_t> prompt = target.tokenizer->encode(o.prompt, true, false);
   if (prompt.empty()) prompt.push_back(target.tokenizer->bos_id());
@@ -83,7 +83,7 @@ int run_bench_spec(SpecBenchOptions o) {
   nlohmann::json report = nlohmann::json::array();
   std::vector<SvgSeries> series = {{"measured speedup", "#1f77b4", {}}, {"predicted from alpha, c", "#ff7f0e", {}}};
   for (int32_t gamma : gammas) {
-    const std::shared_ptr<Proposer> proposer = proposers.make(o.sampling, n_prompt + o.n_gen + gamma, n_threads);
+    const std::shared_ptr<Proposer> proposer = proposers.make(o.sampling, n_threads);
     const SpeculativeTiming spec = time_speculative_decode(*target.model, *proposer, gamma, prompt, o.n_gen, o.sampling, n_threads);
     const SpeculativeStats& s = spec.stats;
     const double draft_per_token = s.num_proposed > 0 ? s.draft_seconds / static_cast<double>(s.num_proposed) : 0.0;

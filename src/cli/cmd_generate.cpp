@@ -222,7 +222,7 @@ int run_on_engine(const GenerateOptions& options, const LoadedModel& loaded, con
   if (options.speculation.enabled()) {
     proposers = std::make_unique<ProposerFactory>(options.speculation, loaded);
     request.num_speculative_tokens = options.speculation.gamma;
-    request.proposer = proposers->make(request.sampling, n_prompt + setup.budget + request.num_speculative_tokens, setup.n_threads);
+    request.proposer = proposers->make(request.sampling, setup.n_threads);
   }
   EngineConfig config;
   config.block_size = 16;

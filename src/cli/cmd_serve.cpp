@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/async_engine.h"
+#include "cli/speculation_flags.h"
 #include "explain/explainer.h"
 #include "server/http_server.h"
 #include "tokenizer/chat_template.h"
@@ -29,7 +31,7 @@ struct ServeOptions {
   int64_t max_model_len = 0;
   int64_t max_num_batched_tokens = 512;
   std::string chat_template;
-  std::string draft_path;  // the explainer's draft model for speculative decoding
+  SpeculationFlags speculation;  // --draft / --spec / --gamma: completions and the explainer's panel
   int n_threads = 0;
 };
 
@@ -73,6 +75,8 @@ int run_serve(const ServeOptions& options) {
   };
 
   LoadedModel loaded;
+  std::unique_ptr<ProposerFactory> proposers;  // outlives the engine: its requests' proposers use the draft
+  std::mutex proposers_mutex;                  // HTTP threads make proposers concurrently
   std::unique_ptr<AsyncEngine> engine;
   std::unique_ptr<explain::Explainer> explainer;
   try {
@@ -90,7 +94,7 @@ int run_serve(const ServeOptions& options) {
 
     explain::ExplainerConfig explainer_config;
     explainer_config.source = options.source;
-    explainer_config.draft_path = options.draft_path;
+    explainer_config.draft_path = options.speculation.draft_path;
     explainer_config.n_threads = engine_config.n_threads;
     explainer = std::make_unique<explain::Explainer>(explainer_config);
 
@@ -100,6 +104,16 @@ int run_serve(const ServeOptions& options) {
     served.tokenizer = loaded.tokenizer.get();
     served.name = config.served_model_name;
     served.max_model_len = max_model_len;
+    if (options.speculation.enabled()) {
+      proposers = std::make_unique<ProposerFactory>(options.speculation, loaded);
+      served.speculation.gamma = options.speculation.gamma;
+      served.speculation.make_proposer = [&proposers, &proposers_mutex, threads = engine_config.n_threads](const SamplingParams& s) {
+        std::lock_guard lock(proposers_mutex);
+        return proposers->make(s, threads);
+      };
+      std::fprintf(stderr, "nucleus serve: speculative decoding with %s, gamma %d\n", proposers->describe().c_str(),
+                   options.speculation.gamma);
+    }
     try {
       served.chat_template = chat_template_for_model(loaded.model->file(), *loaded.tokenizer, options.chat_template);
     } catch (const Error& e) {
@@ -145,7 +159,8 @@ Runner add_serve_command(CLI::App& app) {
                       "seconds in-flight requests get on SIGINT/SIGTERM before they are aborted");
   command->add_option("--chat-template", options->chat_template, "chat template family: " + chat_template_names());
   command->add_option("-t,--threads", options->n_threads, "compute threads (default: all cores)");
-  command->add_option("--draft", options->draft_path, "draft model (same vocabulary) for the explainer's speculative panel");
+  // Speculative decoding for every completion (and the explainer's panel's draft model).
+  add_speculation_flags(*command, options->speculation);
   return [options] { return run_serve(*options); };
 }
 

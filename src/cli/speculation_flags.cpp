@@ -46,12 +46,19 @@ ProposerFactory::ProposerFactory(const SpeculationFlags& flags, const LoadedMode
   }
 }
 
-std::shared_ptr<Proposer> ProposerFactory::make(const SamplingParams& sampling, int64_t n_positions, int n_threads) const {
-  if (draft_.model)
-    return std::make_shared<DraftModelProposer>(*draft_.model, sampling, n_positions, n_threads, "draft:" + flags_.draft_path);
+std::shared_ptr<Proposer> ProposerFactory::make(const SamplingParams& sampling, int n_threads) {
   if (flags_.spec == "ngram") return std::make_shared<NgramProposer>(1, 3);
-  if (self_layers_ > 0) return std::make_shared<SelfSpeculationProposer>(*target_.model, self_layers_, sampling, n_positions, n_threads);
-  return nullptr;
+  if (!draft_batch_) {
+    if (draft_.model) {
+      draft_batch_ = std::make_shared<DraftBatch>(*draft_.model, n_threads);
+    } else if (self_layers_ > 0) {
+      self_prefix_ = load_layer_prefix_model(*target_.model, self_layers_);
+      draft_batch_ = std::make_shared<DraftBatch>(*self_prefix_, n_threads);
+    } else {
+      return nullptr;
+    }
+  }
+  return std::make_shared<DraftModelProposer>(draft_batch_, sampling, describe());
 }
 
 std::string ProposerFactory::describe() const {

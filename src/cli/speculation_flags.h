@@ -8,6 +8,7 @@
 
 #include "engine/model_source.h"
 #include "sampling/sampling_params.h"
+#include "spec/draft_batch.h"
 #include "spec/proposer.h"
 
 namespace nucleus::cli {
@@ -22,12 +23,14 @@ struct SpeculationFlags {
 void add_speculation_flags(CLI::App& command, SpeculationFlags& flags);
 
 // The proposer the flags describe (checked: exactly one kind, a well-formed self:K, the draft's
-// vocabulary equal to the target's). Owns the draft model it loads; one instance per sequence.
+// vocabulary equal to the target's). Owns the draft model it loads (or the target's layer prefix
+// for self:K); the proposers it makes all draft in one DraftBatch, so the engine runs the drafts
+// of every speculating request in shared draft-model passes.
 class ProposerFactory {
  public:
   ProposerFactory(const SpeculationFlags& flags, const LoadedModel& target);
-  // A fresh proposer for one sequence reaching at most n_positions positions (drafts included).
-  std::shared_ptr<Proposer> make(const SamplingParams& sampling, int64_t n_positions, int n_threads) const;
+  // A fresh proposer for one sequence (the first call fixes the draft's thread count).
+  std::shared_ptr<Proposer> make(const SamplingParams& sampling, int n_threads);
   Model* draft_model() const { return draft_.model.get(); }  // null unless --draft
   std::string describe() const;                               // e.g. "ngram[1,3]", "self:4", "draft:PATH"
 
@@ -36,6 +39,8 @@ class ProposerFactory {
   const LoadedModel& target_;
   LoadedModel draft_;
   int64_t self_layers_ = 0;
+  std::unique_ptr<Model> self_prefix_;       // self:K: the target's first K layers
+  std::shared_ptr<DraftBatch> draft_batch_;  // over draft_ or self_prefix_, made on first use
 };
 
 }  // namespace nucleus::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "core/error.h"
@@ -118,8 +119,10 @@ void LLMEngine::abort(int64_t request_id) {
 }
 
 void LLMEngine::propose_drafts(std::vector<RequestOutput>& outputs) {
-  const int64_t n_vocab = model_.hparams().n_vocab;
-  std::vector<int64_t> failed;
+  // Requests due a draft, grouped by their proposers' batch group: a group drafts in one
+  // propose_batch call (a shared draft model: one pass per draft position for all of them).
+  std::vector<std::vector<DueDraft>> groups;
+  std::map<const void*, size_t> group_of;
   for (auto& [id, owned] : requests_) {
     Request& request = *owned;
     request.draft.clear();
@@ -130,32 +133,60 @@ void LLMEngine::propose_drafts(std::vector<RequestOutput>& outputs) {
     const int64_t room = request.options.stop.max_tokens - request.num_output_tokens() - 1;
     const auto num_draft = static_cast<int32_t>(std::min<int64_t>(request.options.num_speculative_tokens, room));
     if (num_draft <= 0) continue;
-    const auto start = std::chrono::steady_clock::now();
-    Proposer& proposer = *request.options.proposer;
-    try {
-      proposer.propose(DraftRequest{request.tokens, request.num_prompt_tokens, num_draft, request.sampler->seed(),
-                                    static_cast<uint64_t>(request.num_output_tokens())},
-                       request.draft);
-      const auto n_draft = static_cast<int64_t>(request.draft.tokens.size());
-      if (n_draft > num_draft || (!request.draft.probs.empty() && static_cast<int64_t>(request.draft.probs.size()) != n_draft * n_vocab))
-        throw Error("it returned a malformed proposal");
-      for (int32_t t : request.draft.tokens)
-        if (t < 0 || t >= n_vocab) throw Error("it proposed token id " + std::to_string(t) + ", out of range");
-    } catch (const std::exception& e) {
-      // The request ends with the reason; the others go on.
-      request.draft.clear();
-      RequestOutput out;
-      finish(request, FinishReason::none, out);
-      out.error = "speculative decoding: proposer " + proposer.name() + " failed: " + e.what();
-      outputs.push_back(std::move(out));
-      failed.push_back(id);
+    DueDraft due{&request, DraftRequest{request.tokens, request.num_prompt_tokens, num_draft, request.sampler->seed(),
+                                   static_cast<uint64_t>(request.num_output_tokens())}};
+    const void* key = request.options.proposer->batch_group();
+    if (key == nullptr) {
+      groups.push_back({due});
       continue;
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    request.spec.draft_seconds += seconds;
-    stats_.spec.draft_seconds += seconds;
+    const auto [it, added] = group_of.try_emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(due);
   }
-  for (int64_t id : failed) requests_.erase(id);
+  for (const std::vector<DueDraft>& group : groups) propose_group(group, outputs);
+}
+
+void LLMEngine::propose_group(std::span<const DueDraft> group, std::vector<RequestOutput>& outputs) {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<Proposer*> members;
+  std::vector<DraftRequest> drafts;
+  std::vector<DraftProposal*> proposals;
+  for (const DueDraft& due : group) {
+    members.push_back(due.request->options.proposer.get());
+    drafts.push_back(due.draft);
+    proposals.push_back(&due.request->draft);
+  }
+  // A request ends with the reason its drafts failed; the others go on.
+  auto fail = [&](Request& request, const std::string& why) {
+    request.draft.clear();
+    RequestOutput out;
+    finish(request, FinishReason::none, out);
+    out.error = "speculative decoding: proposer " + request.options.proposer->name() + " failed: " + why;
+    outputs.push_back(std::move(out));
+    requests_.erase(request.id);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    members.front()->propose_batch(members, drafts, proposals);
+  } catch (const std::exception& e) {
+    for (const DueDraft& due : group) fail(*due.request, e.what());
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.spec.draft_seconds += seconds;
+  for (const DueDraft& due : group) {
+    Request& request = *due.request;
+    request.spec.draft_seconds += seconds / static_cast<double>(group.size());  // the group's time, shared
+    const auto n_draft = static_cast<int64_t>(request.draft.tokens.size());
+    std::string malformed;
+    if (n_draft > due.draft.num_draft_tokens ||
+        (!request.draft.probs.empty() && static_cast<int64_t>(request.draft.probs.size()) != n_draft * n_vocab))
+      malformed = "it returned a malformed proposal";
+    for (int32_t t : request.draft.tokens)
+      if (malformed.empty() && (t < 0 || t >= n_vocab)) malformed = "it proposed token id " + std::to_string(t) + ", out of range";
+    if (!malformed.empty()) fail(request, malformed);
+  }
 }
 
 bool LLMEngine::emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out) {

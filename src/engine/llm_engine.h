@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -97,6 +98,12 @@ class LLMEngine {
   // Drafts for every speculative request about to verify (running, all but its last token cached).
   // A proposer that throws ends its request with an error output (appended to `outputs`).
   void propose_drafts(std::vector<RequestOutput>& outputs);
+  struct DueDraft {
+    Request* request;
+    DraftRequest draft;
+  };
+  // One batch group's drafts in one propose_batch call.
+  void propose_group(std::span<const DueDraft> group, std::vector<RequestOutput>& outputs);
   // Appends one generated token to the request and its output; true when that finished it.
   bool emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out);
 

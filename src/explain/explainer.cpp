@@ -165,12 +165,12 @@ SpeculativeTrace Explainer::speculate(const std::string& context, SpeculativeOpt
       break;
     case ProposerKind::self: {
       const int64_t layers = options.self_layers > 0 ? options.self_layers : std::max<int64_t>(1, hparams().n_layer - 1);
-      proposer = std::make_unique<SelfSpeculationProposer>(*loaded_.model, layers, options.sampling, n_positions, config_.n_threads);
+      proposer = std::make_unique<SelfSpeculationProposer>(*loaded_.model, layers, options.sampling, config_.n_threads);
       break;
     }
     case ProposerKind::draft:
       if (!has_draft_model()) throw Error("the server has no draft model (start it with --draft MODEL)");
-      proposer = std::make_unique<DraftModelProposer>(*draft_.model, options.sampling, n_positions, config_.n_threads,
+      proposer = std::make_unique<DraftModelProposer>(*draft_.model, options.sampling, config_.n_threads,
                                                       "draft:" + config_.draft_path);
       break;
   }

@@ -101,6 +101,7 @@ class GgufFile {
   void release_pages(const void* data, size_t n) const {
     if (mapping_) mapping_->release(data, n);
   }
+  bool mapped() const { return mapping_ != nullptr; }  // a file mapping, not an in-memory image
 
  private:
   void parse(const uint8_t* data, size_t size);

@@ -108,14 +108,15 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
     w.tied_output = true;
   }
   // Q4_0 / Q8_0 matrices get a copy laid out for SIMD across rows (kernels/packed_rows.h); other
-  // large ones a plain copy on huge pages (core/weight_memory.h). The token embedding stays as
+  // large ones of a mapped file a plain copy on huge pages (core/weight_memory.h; an in-memory
+  // image already is anonymous memory, and copying would double it). The token embedding stays as
   // stored (rows are looked up, not multiplied), unless it is the output.
   const int pack_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The stored bytes of a moved matrix are not read again, so the process lets go of those pages.
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
     pack_weights(m, pack_threads);
-    const bool moved = m.packed || copy_to_weight_memory(m);
+    const bool moved = m.packed || (file->mapped() && copy_to_weight_memory(m));
     if (moved && stored != w.token_embd.data) file->release_pages(stored, m.row_bytes * static_cast<size_t>(m.n_rows));
   };
   for (LayerWeights& L : w.layers)

@@ -13,7 +13,7 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 }  // namespace
 
 Generation::Generation(AsyncEngine& engine, const GenerationRequest& request, ServerMetrics& metrics,
-                       std::atomic<int64_t>& in_flight)
+                       std::atomic<int64_t>& in_flight, const Speculation& speculation)
     : engine_(engine), metrics_(metrics), in_flight_(in_flight), top_logprobs_(request.top_logprobs), n_(request.n),
       start_(std::chrono::steady_clock::now()) {
   const uint64_t seed = request.options.sampling.seed.value_or(0);
@@ -26,6 +26,10 @@ Generation::Generation(AsyncEngine& engine, const GenerationRequest& request, Se
       RequestOptions options = request.options;
       options.sampling.seed = sample_seed(seed, static_cast<uint64_t>(j));
       options.return_logits = request.top_logprobs >= 0;
+      if (speculation.make_proposer && speculation.gamma > 0) {
+        options.proposer = speculation.make_proposer(options.sampling);
+        options.num_speculative_tokens = speculation.gamma;
+      }
       try {
         sequence.stream = engine.submit(request.prompts[p], std::move(options));
       } catch (const Error& e) {

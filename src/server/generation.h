@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,12 +44,21 @@ struct SequenceDelta {
   FinishReason finish_reason = FinishReason::none;
 };
 
+// Speculative decoding for every sequence the server runs (`serve --draft MODEL | --spec …`):
+// a fresh proposer per sequence (those of one draft model draft together in the engine) and γ.
+struct Speculation {
+  std::function<std::shared_ptr<Proposer>(const SamplingParams&)> make_proposer;  // empty: plain decoding
+  int32_t gamma = 0;
+};
+
 class Generation {
  public:
   // Submits every sequence. An engine refusal (e.g. a prompt over the context) is an ApiError 400
   // stating the engine's message; sequences already submitted are aborted. `in_flight` counts this
-  // server's unfinished sequences (admission control).
-  Generation(AsyncEngine& engine, const GenerationRequest& request, ServerMetrics& metrics, std::atomic<int64_t>& in_flight);
+  // server's unfinished sequences (admission control). With `speculation` set, every sequence
+  // speculates with a proposer of its own.
+  Generation(AsyncEngine& engine, const GenerationRequest& request, ServerMetrics& metrics, std::atomic<int64_t>& in_flight,
+             const Speculation& speculation = {});
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;

@@ -245,7 +245,8 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
       throw ApiError(503, "the server is at capacity (" + std::to_string(in_flight_.load()) + " sequences in flight, limit " +
                               std::to_string(limit) + "); retry later",
                      "service_unavailable", "", "server_overloaded");
-    auto generation = std::make_unique<Generation>(*served->model.engine, request, metrics_, in_flight_);
+    auto generation = std::make_unique<Generation>(*served->model.engine, request, metrics_, in_flight_,
+                                                   served->model.speculation);
     const bool with_logprobs = request.top_logprobs >= 0;
     const ResponseHeader header = make_response_header(endpoint, request.model);
 

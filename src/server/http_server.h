@@ -21,6 +21,7 @@
 #include <string>
 
 #include "engine/async_engine.h"
+#include "server/generation.h"
 #include "server/metrics.h"
 #include "server/openai_protocol.h"
 #include "server/server_config.h"
@@ -47,6 +48,7 @@ struct ServedModel {
   std::string name;
   int64_t max_model_len = 0;
   explain::Explainer* explainer = nullptr;  // the /explain/* endpoints (503 without one); borrowed like the engine
+  Speculation speculation;                  // serve --draft / --spec: every sequence speculates
 };
 
 class HttpServer {

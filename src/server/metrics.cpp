@@ -94,6 +94,13 @@ std::string ServerMetrics::render(const EngineStats* stats) const {
     counter(out, "nucleus_prompt_tokens_total", static_cast<double>(stats->prompt_tokens), "Prompt tokens admitted.");
     counter(out, "nucleus_generation_tokens_total", static_cast<double>(stats->generated_tokens), "Tokens generated.");
     counter(out, "nucleus_engine_steps_total", static_cast<double>(stats->steps), "Engine steps (forward passes).");
+    // Speculative decoding (serve --draft / --spec), as vLLM's spec_decode counters.
+    counter(out, "nucleus_spec_decode_num_drafts_total", static_cast<double>(stats->spec.num_passes),
+            "Target passes that verified drafts.");
+    counter(out, "nucleus_spec_decode_num_draft_tokens_total", static_cast<double>(stats->spec.num_proposed),
+            "Draft tokens verified.");
+    counter(out, "nucleus_spec_decode_num_accepted_tokens_total", static_cast<double>(stats->spec.num_accepted),
+            "Draft tokens accepted.");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   time_to_first_token_.render(out, "nucleus_time_to_first_token_seconds", "Time from submission to the first generated token.");

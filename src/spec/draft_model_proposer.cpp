@@ -3,8 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/rng.h"
-#include "spec/rejection_sampler.h"
 
 namespace nucleus {
 
@@ -37,37 +35,34 @@ void check_same_vocabulary(const GgufFile& target, const GgufFile& draft, const 
   }
 }
 
-DraftModelProposer::DraftModelProposer(Model& draft, const SamplingParams& params, int64_t n_ctx, int n_threads,
-                                       std::string name)
-    : runner_(draft, n_ctx, n_threads), chain_(params), name_(std::move(name)) {}
+DraftModelProposer::DraftModelProposer(std::shared_ptr<DraftBatch> batch, const SamplingParams& params, std::string name)
+    : batch_(std::move(batch)), sequence_(batch_->add_sequence()), chain_(params), name_(std::move(name)) {}
+
+DraftModelProposer::DraftModelProposer(Model& draft, const SamplingParams& params, int n_threads, std::string name)
+    : DraftModelProposer(std::make_shared<DraftBatch>(draft, n_threads), params, std::move(name)) {}
+
+DraftModelProposer::~DraftModelProposer() { batch_->remove_sequence(sequence_); }
+
+DraftBatch::Job DraftModelProposer::job(const DraftRequest& request, DraftProposal& proposal) {
+  return DraftBatch::Job{sequence_, &request, &chain_, &context_, &proposal};
+}
 
 void DraftModelProposer::propose(const DraftRequest& request, DraftProposal& proposal) {
-  proposal.clear();
-  const int32_t num_draft = request.num_draft_tokens;
-  if (num_draft <= 0 || request.tokens.empty()) return;
-  const int64_t n_vocab = runner_.model().hparams().n_vocab;
-  // Re-feed at least the last token: its logits are the first draft's distribution.
-  const auto n_tokens = static_cast<int64_t>(request.tokens.size());
-  const int64_t kept = runner_.keep_common_prefix(request.tokens, n_tokens - 1);
-  const std::vector<float>* logits = &runner_.feed(request.tokens.subspan(static_cast<size_t>(kept)));
-  context_.assign(request.tokens.begin(), request.tokens.end());
-  for (int32_t i = 0; i < num_draft; ++i) {
-    const uint64_t position = request.first_position + static_cast<uint64_t>(i);
-    const SamplingContext context{context_, position};
-    int32_t token = 0;
-    if (chain_.greedy()) {
-      token = chain_.sample(logits->data(), n_vocab, context);
-    } else {
-      const Candidates& q = chain_.distribution(logits->data(), n_vocab, context);
-      const size_t row = proposal.probs.size();
-      proposal.probs.resize(row + static_cast<size_t>(n_vocab), 0.0f);
-      for (size_t j = 0; j < q.size(); ++j) proposal.probs[row + static_cast<size_t>(q.ids[j])] = q.probs[j];
-      token = draw_from_weights(proposal.probs.data() + row, n_vocab, uniform_at(request.seed, position, kDraftStream));
-    }
-    proposal.tokens.push_back(token);
-    context_.push_back(token);
-    if (i + 1 < num_draft) logits = &runner_.feed(std::span<const int32_t>(&token, 1));
+  const DraftBatch::Job one = job(request, proposal);
+  batch_->propose(std::span<const DraftBatch::Job>(&one, 1));
+}
+
+void DraftModelProposer::propose_batch(std::span<Proposer* const> members, std::span<const DraftRequest> requests,
+                                       std::span<DraftProposal* const> proposals) {
+  std::vector<DraftBatch::Job> jobs;
+  jobs.reserve(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    // Members share this batch group, so they are DraftModelProposers of this DraftBatch.
+    auto& member = static_cast<DraftModelProposer&>(*members[i]);
+    if (member.batch_ != batch_) throw Error("propose_batch: a member drafts with another model");
+    jobs.push_back(member.job(requests[i], *proposals[i]));
   }
+  batch_->propose(jobs);
 }
 
 }  // namespace nucleus

@@ -6,7 +6,9 @@
 // deterministically (n-gram lookup), which the rejection sampler treats as a one-hot q. A proposer
 // keeps whatever per-sequence state it needs (e.g. a draft model's KV cache) and reconciles it with
 // the tokens it is shown on each call, so rejected drafts need no explicit notice.
-// Ownership: the caller owns the proposer; a proposer serves one sequence at a time.
+// Ownership: the caller owns the proposer; a proposer serves one sequence at a time. Proposers
+// that can draft for several sequences together (one draft-model pass for all) report the same
+// batch group, and the engine hands the whole group to one propose_batch call.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -37,6 +39,15 @@ class Proposer {
   virtual ~Proposer() = default;
   virtual std::string name() const = 0;  // e.g. "ngram[1,3]", "draft:model.gguf", "self:4"
   virtual void propose(const DraftRequest& request, DraftProposal& proposal) = 0;
+
+  // Proposers returning the same non-null group can be drafted for together. Default: alone.
+  virtual const void* batch_group() const { return nullptr; }
+  // Fills *proposals[i] for requests[i] of members[i]; every member shares this one's batch
+  // group (this one among them). Default: each member proposes on its own.
+  virtual void propose_batch(std::span<Proposer* const> members, std::span<const DraftRequest> requests,
+                             std::span<DraftProposal* const> proposals) {
+    for (size_t i = 0; i < members.size(); ++i) members[i]->propose(requests[i], *proposals[i]);
+  }
 };
 
 }  // namespace nucleus

@@ -30,8 +30,8 @@ std::unique_ptr<Model> load_layer_prefix_model(const Model& target, int64_t n_la
 }
 
 SelfSpeculationProposer::SelfSpeculationProposer(const Model& target, int64_t n_layers, const SamplingParams& params,
-                                                 int64_t n_ctx, int n_threads)
+                                                 int n_threads)
     : prefix_(load_layer_prefix_model(target, n_layers)),
-      draft_(std::make_unique<DraftModelProposer>(*prefix_, params, n_ctx, n_threads, "self:" + std::to_string(n_layers))) {}
+      draft_(std::make_unique<DraftModelProposer>(*prefix_, params, n_threads, "self:" + std::to_string(n_layers))) {}
 
 }  // namespace nucleus

@@ -16,8 +16,7 @@ std::unique_ptr<Model> load_layer_prefix_model(const Model& target, int64_t n_la
 
 class SelfSpeculationProposer final : public Proposer {
  public:
-  SelfSpeculationProposer(const Model& target, int64_t n_layers, const SamplingParams& params, int64_t n_ctx,
-                          int n_threads);
+  SelfSpeculationProposer(const Model& target, int64_t n_layers, const SamplingParams& params, int n_threads);
   std::string name() const override { return draft_->name(); }
   void propose(const DraftRequest& request, DraftProposal& proposal) override { draft_->propose(request, proposal); }
 
