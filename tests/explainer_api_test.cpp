@@ -28,6 +28,7 @@ class ExplainerServer {
     explain::ExplainerConfig explainer_config;
     explainer_config.source = ModelSource{model_path, "", {}};
     explainer_config.n_threads = 1;
+    explainer_config.weights_from = loaded_.model.get();  // as `serve` does: the engine's weights, shared
     explainer_ = std::make_unique<explain::Explainer>(explainer_config);
     server::ServerConfig config;
     config.host = "127.0.0.1";

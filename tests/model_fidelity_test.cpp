@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "model/sequence_runner.h"
@@ -85,6 +86,26 @@ const FidelityCase kCases[] = {
 INSTANTIATE_TEST_SUITE_P(AllModels, Fidelity,
                          testing::Combine(testing::ValuesIn(kCases), testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512)),
                          case_name);
+
+TEST(ModelSharing, SharedWeightsGiveTheSameLogitsWithoutCopyingTheWeights) {
+  // Model::share_weights (the explainer beside the served engine): the same matrices, by pointer,
+  // packed ones included; each model runs with its own scratch and gives identical logits.
+  NUCLEUS_REQUIRE_SHARED();
+  for (const char* file : {"models/test/llama-spm-q4_0.gguf", "models/test/llama-spm-f16.gguf"}) {
+    auto model = Model::load(GgufFile::open(test::shared_path(file)));
+    std::unique_ptr<Model> shared = model->share_weights();
+    const WeightMatrix& a = model->weights().layers[0].w_up;
+    const WeightMatrix& b = shared->weights().layers[0].w_up;
+    EXPECT_EQ(a.data, b.data) << file;
+    EXPECT_EQ(a.packed, b.packed) << file;
+    EXPECT_EQ(&model->file(), &shared->file()) << file;
+    const std::vector<int32_t> tokens = {1, 15, 27, 300, 4, 99};
+    SequenceRunner first(*model, 8, 2), second(*shared, 8, 1);
+    const std::vector<float> want = first.feed(tokens, true);
+    model.reset();  // the copy keeps the weights alive
+    EXPECT_EQ(second.feed(tokens, true), want) << file;
+  }
+}
 
 }  // namespace
 }  // namespace nucleus

@@ -96,6 +96,7 @@ int run_serve(const ServeOptions& options) {
     explainer_config.source = options.source;
     explainer_config.draft_path = options.speculation.draft_path;
     explainer_config.n_threads = engine_config.n_threads;
+    explainer_config.weights_from = loaded.model.get();
     explainer = std::make_unique<explain::Explainer>(explainer_config);
 
     server::ServedModel served;

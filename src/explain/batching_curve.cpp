@@ -46,7 +46,8 @@ BatchingCurveStatus BatchingCurve::status() const {
 
 void BatchingCurve::run(BatchingCurveRequest request) {
   try {
-    LoadedModel loaded = load_model(source_);
+    // The served model's weights, shared (own scratch: this thread runs beside the engine's).
+    std::unique_ptr<Model> model = weights_from_ ? weights_from_->share_weights() : load_model(source_).model;
     BatchBenchmarkConfig config;
     config.n_prompt = request.n_prompt;
     config.n_gen = request.n_gen;
@@ -54,7 +55,7 @@ void BatchingCurve::run(BatchingCurveRequest request) {
     std::vector<BatchPoint> points;
     for (int64_t batch : request.batch_sizes) {
       if (cancel_) return;
-      points.push_back(measure_batch(*loaded.model, config, batch));
+      points.push_back(measure_batch(*model, config, batch));
       std::lock_guard<std::mutex> lock(mutex_);
       status_.points = points;
     }

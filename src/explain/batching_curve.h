@@ -36,7 +36,10 @@ struct BatchingCurveStatus {
 
 class BatchingCurve {
  public:
-  BatchingCurve(ModelSource source, int n_threads) : source_(std::move(source)), n_threads_(n_threads) {}
+  // weights_from: when set, the runs use a Model sharing its weights (Model::share_weights)
+  // instead of loading the source again; it must outlive this.
+  BatchingCurve(ModelSource source, int n_threads, const Model* weights_from = nullptr)
+      : source_(std::move(source)), n_threads_(n_threads), weights_from_(weights_from) {}
   ~BatchingCurve();  // cancels a run between batch sizes and waits for it
   BatchingCurve(const BatchingCurve&) = delete;
   BatchingCurve& operator=(const BatchingCurve&) = delete;
@@ -51,6 +54,7 @@ class BatchingCurve {
 
   ModelSource source_;
   int n_threads_;
+  const Model* weights_from_;
   mutable std::mutex mutex_;  // guards status_
   BatchingCurveStatus status_;
   std::atomic<bool> cancel_{false};

@@ -26,9 +26,14 @@ double log_prob_of(const float* logits, int64_t n_vocab, int32_t token) {
 }  // namespace
 
 Explainer::Explainer(ExplainerConfig config)
-    : config_(std::move(config)), batching_(config_.source, std::max(1, config_.n_threads)) {
+    : config_(std::move(config)), batching_(config_.source, std::max(1, config_.n_threads), config_.weights_from) {
   config_.n_threads = std::max(1, config_.n_threads);
-  loaded_ = load_model(config_.source);
+  if (config_.weights_from) {
+    loaded_.model = config_.weights_from->share_weights();
+    loaded_.tokenizer = Tokenizer::from_gguf(loaded_.model->file(), config_.source.tokenizer_options);
+  } else {
+    loaded_ = load_model(config_.source);
+  }
   if (!config_.draft_path.empty()) {
     ModelSource draft_source;
     draft_source.model_path = config_.draft_path;

@@ -31,6 +31,9 @@ struct ExplainerConfig {
   ModelSource source;      // the model the server loaded
   std::string draft_path;  // optional draft model (same vocabulary) for speculative decoding
   int n_threads = 1;
+  // The served model, when there is one: the explainer's models share its weights (each with its
+  // own scratch) instead of loading the file again. Must outlive the Explainer.
+  const Model* weights_from = nullptr;
 };
 
 struct SampledToken {

@@ -34,6 +34,9 @@ class Model {
  public:
   // Takes ownership of the parsed file; validates every tensor's presence, shape and type.
   static std::unique_ptr<Model> load(std::unique_ptr<GgufFile> file);
+  // A second Model over the same weights (the file, packed and copied matrices are shared, not
+  // copied) with scratch of its own, so it can run on another thread while this one does.
+  std::unique_ptr<Model> share_weights() const;
 
   const HParams& hparams() const { return hparams_; }
   const GgufFile& file() const { return *file_; }
@@ -53,7 +56,7 @@ class Model {
   Model() = default;
   void validate(const ForwardBatch& batch, const KvCache& kv) const;
 
-  std::unique_ptr<GgufFile> file_;
+  std::shared_ptr<const GgufFile> file_;  // shared with share_weights() copies
   HParams hparams_;
   ModelWeights weights_;
   const DotKernels* kernels_ = nullptr;

@@ -127,6 +127,15 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
   return model;
 }
 
+std::unique_ptr<Model> Model::share_weights() const {
+  std::unique_ptr<Model> copy(new Model());
+  copy->file_ = file_;
+  copy->hparams_ = hparams_;
+  copy->weights_ = weights_;  // WeightMatrix holds its packing / copy by shared_ptr
+  copy->kernels_ = kernels_;
+  return copy;
+}
+
 size_t Model::weight_bytes() const {
   auto bytes = [](const WeightMatrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); };
   size_t total = bytes(weights_.output);
