@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/sequence_runner.h"
+#include "core/weight_memory.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "test_helpers.h"
@@ -105,6 +106,32 @@ TEST(ModelSharing, SharedWeightsGiveTheSameLogitsWithoutCopyingTheWeights) {
     model.reset();  // the copy keeps the weights alive
     EXPECT_EQ(second.feed(tokens, true), want) << file;
   }
+}
+
+TEST(ModelLoading, RunFromMappingLeavesWeightsInTheFileAndGivesTheSameLogits) {
+  // --mmap (ModelLoadOptions::run_from_mapping): no packing, no copies; the kernels read the stored
+  // rows where the file has them and produce the same logits as the packed model.
+  NUCLEUS_REQUIRE_SHARED();
+  const std::string path = test::shared_path("models/test/llama-spm-q4_0.gguf");
+  auto moved = Model::load(GgufFile::open(path));
+  auto in_place = Model::load(GgufFile::open(path), ModelLoadOptions{true});
+  EXPECT_TRUE(moved->weights_moved());
+  EXPECT_NE(moved->weights().layers[0].w_up.packed, nullptr);
+  EXPECT_FALSE(in_place->weights_moved());
+  EXPECT_EQ(in_place->weights().layers[0].w_up.packed, nullptr);
+  const std::vector<int32_t> tokens = {1, 15, 27, 300, 4, 99};
+  SequenceRunner a(*moved, 8, 2), b(*in_place, 8, 2);
+  EXPECT_EQ(a.feed(tokens, true), b.feed(tokens, true));
+}
+
+TEST(WeightMemory, CopiesAreMadeOnlyWhenTheyFitWithHeadroom) {
+  EXPECT_GT(available_memory_bytes(), 0u);  // Linux reports MemAvailable
+  const size_t gib = size_t{1} << 30;
+  EXPECT_TRUE(weight_copies_fit(2 * gib, 8 * gib));
+  EXPECT_TRUE(weight_copies_fit(2 * gib, 2 * gib + kWeightMemoryHeadroom));
+  EXPECT_FALSE(weight_copies_fit(2 * gib, 2 * gib + kWeightMemoryHeadroom - 1));
+  EXPECT_FALSE(weight_copies_fit(14 * gib, 14 * gib + gib / 2));  // a 14 GB F16 model with 14.5 GB free
+  EXPECT_TRUE(weight_copies_fit(14 * gib, 0));  // unknown: copy, as before
 }
 
 }  // namespace

@@ -121,9 +121,10 @@ int run_bench(const BenchOptions& options) {
   nlohmann::json results = nlohmann::json::array();
   nlohmann::json traces = nlohmann::json::object();
   if (!options.json)
-    std::printf("model %s, %.1f MiB of weights, isa %s, %d threads; machine: read %.1f GB/s, FMA %.1f GFLOP/s\n",
+    std::printf("model %s, %.1f MiB of weights (%s), isa %s, %d threads; machine: read %.1f GB/s, FMA %.1f GFLOP/s\n",
                 options.source.model_path.c_str(), static_cast<double>(model.weight_bytes()) / 1048576.0,
-                isa_name(model.kernels().isa), n_threads, peak.read_gb_per_s, peak.gflop_per_s);
+                model.weights_moved() ? "packed / huge-page copies" : "read from the file", isa_name(model.kernels().isa),
+                n_threads, peak.read_gb_per_s, peak.gflop_per_s);
   if (!options.json) std::printf("%-8s %14s %10s %10s %8s %8s\n", "test", "t/s", "GB/s", "GFLOP/s", "%bw", "%fma");
   for (const auto& [n_prompt, n_gen] : tests) {
     TestResult result;

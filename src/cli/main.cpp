@@ -15,6 +15,8 @@ void add_model_flags(CLI::App& command, ModelSource& source) {
   command.add_option("--tokenizer", source.tokenizer_path, "llama2.c tokenizer.bin for a llama2.c checkpoint");
   command.add_option("--tokenizer-pre", source.tokenizer_options.pre_override,
                      "override the GGUF's tokenizer.ggml.pre pre-tokenizer name");
+  command.add_flag("--mmap", source.run_from_mapping,
+                   "run the weights from the file mapping: no repacked or huge-page copies (less memory, slower decode)");
 }
 
 int default_threads() {

@@ -3,11 +3,28 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "core/error.h"
 
 namespace nucleus {
+
+size_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {  // "MemAvailable:   20757012 kB"
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    try {
+      return static_cast<size_t>(std::stoull(line.substr(13))) << 10;
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+bool weight_copies_fit(size_t bytes, size_t available) { return available == 0 || bytes + kWeightMemoryHeadroom <= available; }
 
 WeightBuffer allocate_weight_memory(size_t bytes) {
   const bool huge = bytes >= kMinHugeWeightBytes;

@@ -23,4 +23,16 @@ constexpr size_t kMinHugeWeightBytes = 4 * kHugePageBytes;
 // the size when the allocation fails.
 WeightBuffer allocate_weight_memory(size_t bytes);
 
+// The kernel's estimate of memory available without swapping (MemAvailable in /proc/meminfo);
+// 0 when it cannot be read.
+size_t available_memory_bytes();
+
+// Whether copies of `bytes` of weights (packing, huge pages) fit in `available` with room to
+// spare (kWeightMemoryHeadroom for KV caches, scratch and everything else). Allocations succeed
+// under Linux's overcommit and the OOM killer strikes later, so this is checked up front; weights
+// that do not fit are run from the file mapping, slower but within memory. available == 0
+// (unknown) allows the copies.
+constexpr size_t kWeightMemoryHeadroom = size_t{1} << 30;
+bool weight_copies_fit(size_t bytes, size_t available);
+
 }  // namespace nucleus

@@ -13,6 +13,7 @@ struct ModelSource {
   std::string model_path;
   std::string tokenizer_path;  // llama2.c only
   TokenizerOptions tokenizer_options;
+  bool run_from_mapping = false;  // --mmap: no packed / huge-page weight copies (ModelLoadOptions)
 };
 
 struct LoadedModel {

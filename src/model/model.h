@@ -30,10 +30,18 @@ struct ModelWeights {
   bool tied_output = false;
 };
 
+// How Model::load places the weights. By default Q4_0/Q8_0 matrices are repacked and other large
+// ones of a mapped file copied to huge pages (faster decode), when the copies fit in available
+// memory; otherwise, or with run_from_mapping, the kernels read them where the file has them.
+struct ModelLoadOptions {
+  bool run_from_mapping = false;
+};
+
 class Model {
  public:
   // Takes ownership of the parsed file; validates every tensor's presence, shape and type.
-  static std::unique_ptr<Model> load(std::unique_ptr<GgufFile> file);
+  static std::unique_ptr<Model> load(std::unique_ptr<GgufFile> file, const ModelLoadOptions& options = {});
+  bool weights_moved() const { return weights_moved_; }  // packed / copied (false: read in place)
   // A second Model over the same weights (the file, packed and copied matrices are shared, not
   // copied) with scratch of its own, so it can run on another thread while this one does.
   std::unique_ptr<Model> share_weights() const;
@@ -61,6 +69,7 @@ class Model {
   ModelWeights weights_;
   const DotKernels* kernels_ = nullptr;
   std::shared_ptr<Scratch> scratch_;
+  bool weights_moved_ = false;
 };
 
 }  // namespace nucleus

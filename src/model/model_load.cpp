@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/weight_memory.h"
 #include "kernels/quantize.h"
 #include "model/model.h"
 
@@ -65,7 +66,7 @@ class TensorBinder {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
+std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLoadOptions& options) {
   auto model = std::unique_ptr<Model>(new Model());
   model->hparams_ = HParams::from_gguf(*file);
   HParams& hp = model->hparams_;
@@ -113,15 +114,25 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file) {
   // stored (rows are looked up, not multiplied), unless it is the output.
   const int pack_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The stored bytes of a moved matrix are not read again, so the process lets go of those pages.
+  std::vector<WeightMatrix*> matrices;
+  for (LayerWeights& L : w.layers)
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
+  matrices.push_back(&w.output);
+  auto bytes_of = [](const WeightMatrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); };
+  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped() && bytes_of(m) >= kMinHugeWeightBytes; };
+  size_t moving = 0;
+  for (const WeightMatrix* m : matrices)
+    if (packable(m->type) || will_copy(*m)) moving += bytes_of(*m);
+  // Copies that would not fit are not made (the OOM killer, not an Error, would answer them).
+  model->weights_moved_ = !options.run_from_mapping && moving > 0 && weight_copies_fit(moving, available_memory_bytes());
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
     pack_weights(m, pack_threads);
-    const bool moved = m.packed || (file->mapped() && copy_to_weight_memory(m));
-    if (moved && stored != w.token_embd.data) file->release_pages(stored, m.row_bytes * static_cast<size_t>(m.n_rows));
+    const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m));
+    if (moved && stored != w.token_embd.data) file->release_pages(stored, bytes_of(m));
   };
-  for (LayerWeights& L : w.layers)
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) settle(*m);
-  settle(w.output);
+  if (model->weights_moved_)
+    for (WeightMatrix* m : matrices) settle(*m);
   model->file_ = std::move(file);
   model->kernels_ = &select_dot_kernels();
   return model;
@@ -133,6 +144,7 @@ std::unique_ptr<Model> Model::share_weights() const {
   copy->hparams_ = hparams_;
   copy->weights_ = weights_;  // WeightMatrix holds its packing / copy by shared_ptr
   copy->kernels_ = kernels_;
+  copy->weights_moved_ = weights_moved_;
   return copy;
 }
 
