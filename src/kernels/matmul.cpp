@@ -240,10 +240,14 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
   const bool f16_tiles = w.type == GgmlType::F16 && kernels.tile_f16_f32 != nullptr;
   const int64_t rows_per_task = f16_tiles ? kF16RowTile : kRowTile;
   const int64_t n_tiles = (m + rows_per_task - 1) / rows_per_task;
+  // Token groups of near-equal size (9 tokens: 5 + 4, not 8 + 1, whose lone token would take
+  // the one-row-at-a-time path) — the tokens past the first group re-read the task's rows from L2.
+  const int64_t n_groups = (n_tokens + kDotTokens - 1) / kDotTokens;
+  const int64_t group_size = (n_tokens + n_groups - 1) / n_groups;
   auto run_tile = [&](int64_t tile) {
     const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += kDotTokens) {
-      const int n = static_cast<int>(std::min<int64_t>(kDotTokens, n_tokens - t0));
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size) {
+      const int n = static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0));
       if (f16_tiles) {
         run_f16_tiles(kernels.tile_f16_f32, w, a.f32, r_begin, r_end, t0, n, y);
         continue;
