@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spec/spec_benchmark.h"
-#include "spec/speculative_stats.h"
+#include "speculative/spec_benchmark.h"
+#include "speculative/speculative_stats.h"
 #include "test_helpers.h"
 
 namespace nucleus {

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "spec/draft_batch.h"
-#include "spec/draft_model_proposer.h"
+#include "speculative/draft_batch.h"
+#include "speculative/draft_model_proposer.h"
 #include "server_test_harness.h"
 
 namespace nucleus::test {

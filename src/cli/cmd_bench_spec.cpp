@@ -12,7 +12,7 @@
 #include "cli/speculation_flags.h"
 #include "core/error.h"
 #include "sampling/sampler.h"
-#include "spec/spec_benchmark.h"
+#include "speculative/spec_benchmark.h"
 
 namespace nucleus::cli {
 

@@ -1,9 +1,9 @@
 #include "cli/speculation_flags.h"
 
 #include "core/error.h"
-#include "spec/draft_model_proposer.h"
-#include "spec/ngram_proposer.h"
-#include "spec/self_speculation.h"
+#include "speculative/draft_model_proposer.h"
+#include "speculative/ngram_proposer.h"
+#include "speculative/self_speculation.h"
 
 namespace nucleus::cli {
 

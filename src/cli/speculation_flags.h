@@ -8,8 +8,8 @@
 
 #include "engine/model_source.h"
 #include "sampling/sampling_params.h"
-#include "spec/draft_batch.h"
-#include "spec/proposer.h"
+#include "speculative/draft_batch.h"
+#include "speculative/proposer.h"
 
 namespace nucleus::cli {
 

@@ -17,7 +17,7 @@
 #include "model/kv_cache.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
-#include "spec/draft_verifier.h"
+#include "speculative/draft_verifier.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {

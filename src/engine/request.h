@@ -13,8 +13,8 @@
 
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
-#include "spec/proposer.h"
-#include "spec/speculative_stats.h"
+#include "speculative/proposer.h"
+#include "speculative/speculative_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {

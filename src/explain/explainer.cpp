@@ -6,9 +6,9 @@
 #include "core/error.h"
 #include "engine/beam_search_runner.h"
 #include "model/sequence_runner.h"
-#include "spec/draft_model_proposer.h"
-#include "spec/ngram_proposer.h"
-#include "spec/self_speculation.h"
+#include "speculative/draft_model_proposer.h"
+#include "speculative/ngram_proposer.h"
+#include "speculative/self_speculation.h"
 
 namespace nucleus::explain {
 

@@ -6,7 +6,7 @@
 
 #include "model/sequence_runner.h"
 #include "sampling/sampler.h"
-#include "spec/speculative_generator.h"
+#include "speculative/speculative_generator.h"
 
 namespace nucleus::explain {
 

@@ -8,7 +8,7 @@
 
 #include "model/model.h"
 #include "sampling/sampling_params.h"
-#include "spec/proposer.h"
+#include "speculative/proposer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus::explain {

@@ -1,4 +1,4 @@
-#include "spec/self_speculation.h"
+#include "speculative/self_speculation.h"
 
 #include <string>
 

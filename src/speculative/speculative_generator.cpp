@@ -1,4 +1,4 @@
-#include "spec/speculative_generator.h"
+#include "speculative/speculative_generator.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,7 @@
 // that earlier occurrence. No model, no probabilities (a one-hot q): free drafts that pay off
 // when the output repeats its input (summaries, code edits, quoting).
 #pragma once
-#include "spec/proposer.h"
+#include "speculative/proposer.h"
 
 namespace nucleus {
 

@@ -14,11 +14,11 @@
 
 #include "core/rng.h"
 #include "sampling/sampler.h"
-#include "spec/draft_model_proposer.h"
-#include "spec/ngram_proposer.h"
-#include "spec/self_speculation.h"
-#include "spec/speculative_generator.h"
-#include "spec_tiny_model.h"
+#include "speculative/draft_model_proposer.h"
+#include "speculative/ngram_proposer.h"
+#include "speculative/self_speculation.h"
+#include "speculative/speculative_generator.h"
+#include "speculative_tiny_model.h"
 
 namespace nucleus {
 namespace {

@@ -11,8 +11,8 @@
 #include "io/gguf.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/draft_batch.h"
-#include "spec/proposer.h"
+#include "speculative/draft_batch.h"
+#include "speculative/proposer.h"
 
 namespace nucleus {
 

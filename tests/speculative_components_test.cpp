@@ -8,12 +8,12 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "spec/draft_model_proposer.h"
-#include "spec/ngram_proposer.h"
-#include "spec/rejection_sampler.h"
-#include "spec/self_speculation.h"
-#include "spec/speculative_generator.h"
-#include "spec_tiny_model.h"
+#include "speculative/draft_model_proposer.h"
+#include "speculative/ngram_proposer.h"
+#include "speculative/rejection_sampler.h"
+#include "speculative/self_speculation.h"
+#include "speculative/speculative_generator.h"
+#include "speculative_tiny_model.h"
 
 namespace nucleus {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "model/model.h"
-#include "spec/draft_model_proposer.h"
+#include "speculative/draft_model_proposer.h"
 
 namespace nucleus {
 

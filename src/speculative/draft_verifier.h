@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "sampling/sampler.h"
-#include "spec/proposer.h"
-#include "spec/rejection_sampler.h"
+#include "speculative/proposer.h"
+#include "speculative/rejection_sampler.h"
 
 namespace nucleus {
 

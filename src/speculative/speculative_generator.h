@@ -17,11 +17,11 @@
 
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/proposer.h"
-#include "spec/draft_verifier.h"
-#include "spec/rejection_sampler.h"
+#include "speculative/proposer.h"
+#include "speculative/draft_verifier.h"
+#include "speculative/rejection_sampler.h"
 #include "model/sequence_runner.h"
-#include "spec/speculative_stats.h"
+#include "speculative/speculative_stats.h"
 
 namespace nucleus {
 

@@ -1,4 +1,4 @@
-#include "spec/draft_verifier.h"
+#include "speculative/draft_verifier.h"
 
 namespace nucleus {
 

@@ -1,4 +1,4 @@
-#include "spec/draft_model_proposer.h"
+#include "speculative/draft_model_proposer.h"
 
 #include <algorithm>
 

@@ -1,11 +1,11 @@
-#include "spec/draft_batch.h"
+#include "speculative/draft_batch.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "spec/rejection_sampler.h"
+#include "speculative/rejection_sampler.h"
 
 namespace nucleus {
 

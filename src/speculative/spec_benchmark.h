@@ -7,8 +7,8 @@
 
 #include "model/model.h"
 #include "sampling/sampling_params.h"
-#include "spec/proposer.h"
-#include "spec/speculative_stats.h"
+#include "speculative/proposer.h"
+#include "speculative/speculative_stats.h"
 
 namespace nucleus {
 

@@ -21,7 +21,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/proposer.h"
+#include "speculative/proposer.h"
 
 namespace nucleus {
 

@@ -1,4 +1,4 @@
-#include "spec/spec_benchmark.h"
+#include "speculative/spec_benchmark.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "sampling/sampler.h"
-#include "spec/speculative_generator.h"
+#include "speculative/speculative_generator.h"
 #include "model/sequence_runner.h"
 
 namespace nucleus {

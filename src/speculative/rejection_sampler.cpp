@@ -1,4 +1,4 @@
-#include "spec/rejection_sampler.h"
+#include "speculative/rejection_sampler.h"
 
 #include <algorithm>
 #include <vector>

@@ -13,10 +13,10 @@
 #include "model/sequence_runner.h"
 #include "model/synthetic_model.h"
 #include "sampling/sampler.h"
-#include "spec/draft_model_proposer.h"
-#include "spec/ngram_proposer.h"
-#include "spec/self_speculation.h"
-#include "spec/speculative_generator.h"
+#include "speculative/draft_model_proposer.h"
+#include "speculative/ngram_proposer.h"
+#include "speculative/self_speculation.h"
+#include "speculative/speculative_generator.h"
 #include "test_helpers.h"
 
 namespace nucleus {
