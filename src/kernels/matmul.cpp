@@ -118,7 +118,7 @@ void pack_weights(WeightMatrix& w, int n_threads) {
 }
 
 bool copy_to_weight_memory(WeightMatrix& w) {
-  const size_t bytes = w.row_bytes * static_cast<size_t>(w.n_rows);
+  const size_t bytes = w.bytes();
   if (bytes < kMinHugeWeightBytes) return false;
   WeightBuffer buffer = allocate_weight_memory(bytes);
   std::memcpy(buffer.get(), w.data, bytes);

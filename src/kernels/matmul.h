@@ -26,6 +26,7 @@ struct WeightMatrix {
   std::shared_ptr<const uint8_t> copy;
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes; }
+  size_t bytes() const { return row_bytes * static_cast<size_t>(n_rows); }  // the stored matrix, as read per pass
 };
 
 // Scratch space reused across calls (activation rows quantized for integer dot products).

@@ -118,18 +118,17 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   for (LayerWeights& L : w.layers)
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
   matrices.push_back(&w.output);
-  auto bytes_of = [](const WeightMatrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); };
-  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped() && bytes_of(m) >= kMinHugeWeightBytes; };
+  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped() && m.bytes() >= kMinHugeWeightBytes; };
   size_t moving = 0;
   for (const WeightMatrix* m : matrices)
-    if (packable(m->type) || will_copy(*m)) moving += bytes_of(*m);
+    if (packable(m->type) || will_copy(*m)) moving += m->bytes();
   // Copies that would not fit are not made (the OOM killer, not an Error, would answer them).
   model->weights_moved_ = !options.run_from_mapping && moving > 0 && weight_copies_fit(moving, available_memory_bytes());
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
     pack_weights(m, pack_threads);
     const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m));
-    if (moved && stored != w.token_embd.data) file->release_pages(stored, bytes_of(m));
+    if (moved && stored != w.token_embd.data) file->release_pages(stored, m.bytes());
   };
   if (model->weights_moved_)
     for (WeightMatrix* m : matrices) settle(*m);
@@ -149,10 +148,9 @@ std::unique_ptr<Model> Model::share_weights() const {
 }
 
 size_t Model::weight_bytes() const {
-  auto bytes = [](const WeightMatrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); };
-  size_t total = bytes(weights_.output);
+  size_t total = weights_.output.bytes();
   for (const LayerWeights& L : weights_.layers)
-    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) + bytes(L.w_down);
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) total += m->bytes();
   return total;
 }
 
