@@ -91,7 +91,11 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, BatchInvariance,
                          testing::Values("models/stories260K.gguf", "models/test/llama-spm-q4_0.gguf",
-                                         "models/test/qwen2-f16.gguf"),
+                                         "models/test/qwen2-f16.gguf",
+                                         // every architecture family (sliding windows, MoE, KV sharing, ...)
+                                         "models/arch/llama31.gguf", "models/arch/mixtral.gguf", "models/arch/qwen3.gguf",
+                                         "models/arch/qwen3moe.gguf", "models/arch/phi3.gguf", "models/arch/gemma2.gguf",
+                                         "models/arch/gemma3.gguf", "models/arch/gemma4.gguf"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

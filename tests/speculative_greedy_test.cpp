@@ -99,7 +99,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, SpeculativeGreedyTest,
                          ::testing::Values("models/stories260K.gguf", "models/test/llama-spm-f16.gguf",
                                            "models/test/llama-spm-f32.gguf", "models/test/llama-spm-q4_0.gguf",
                                            "models/test/llama-spm-q8_0.gguf", "models/test/llama3-f16.gguf",
-                                           "models/test/qwen2-f16.gguf"),
+                                           "models/test/qwen2-f16.gguf", "models/arch/llama31.gguf",
+                                           "models/arch/mixtral.gguf", "models/arch/qwen3.gguf", "models/arch/qwen3moe.gguf",
+                                           "models/arch/phi3.gguf", "models/arch/gemma2.gguf", "models/arch/gemma3.gguf",
+                                           "models/arch/gemma4.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = std::filesystem::path(info.param).stem().string();
                            for (char& c : name)

@@ -269,7 +269,9 @@ void print_stats(const TurnStats& s) {
 
 int run_chat(const ChatOptions& options) {
   InterruptSignal interrupt;  // first: before model loading can start threads
-  LoadedModel loaded = load_model(options.source);
+  ModelSource source = options.source;
+  source.n_ctx = options.n_ctx;  // the context the model is loaded for (Phi-3 picks its rope factors by it)
+  LoadedModel loaded = load_model(source);
   Model& model = *loaded.model;
   const Tokenizer& tokenizer = *loaded.tokenizer;
   const ChatTemplate chat_template = chat_template_for_model(model.file(), tokenizer, options.chat_template);

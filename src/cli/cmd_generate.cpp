@@ -412,7 +412,9 @@ int run_generate(GenerateOptions options) {
     throw Error("speculative decoding (--draft/--spec) runs one sequence: it cannot be combined with --n, --beams or --logprobs");
   validate_sampling_params(options.sampling);
 
-  LoadedModel loaded = load_model(options.source);
+  ModelSource source = options.source;
+  source.n_ctx = options.n_ctx;  // the context the model is loaded for (Phi-3 picks its rope factors by it)
+  LoadedModel loaded = load_model(source);
   Model& model = *loaded.model;
   const Tokenizer& tokenizer = *loaded.tokenizer;
   for (const auto& [id, value] : options.sampling.logit_bias)

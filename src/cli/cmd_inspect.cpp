@@ -25,9 +25,36 @@ int run_inspect(const InspectOptions& options) {
   std::printf("n_vocab %lld, n_embd %lld, n_layer %lld, n_head %lld, n_head_kv %lld, head_dim %lld, n_ff %lld\n",
               (long long)hp.n_vocab, (long long)hp.n_embd, (long long)hp.n_layer, (long long)hp.n_head,
               (long long)hp.n_head_kv, (long long)hp.head_dim, (long long)hp.n_ff);
-  std::printf("context %lld, rope %s n_rot %lld base %g, rms_eps %g, output %s\n", (long long)hp.n_ctx_train,
-              hp.rope_neox ? "neox" : "normal", (long long)hp.n_rot, hp.rope_freq_base, hp.rms_eps,
-              model.weights().tied_output ? "tied to token_embd" : "separate");
+  std::printf("context %lld (loaded for %lld), rms_eps %g, activation %s, embedding scale %g, final soft-cap %g, output %s\n",
+              (long long)hp.n_ctx_train, (long long)hp.n_ctx, hp.rms_eps, activation_name(hp.activation), hp.embedding_scale,
+              hp.final_softcap, model.weights().tied_output ? "tied to token_embd" : "separate");
+  for (size_t r = 0; r < hp.ropes.size(); ++r) {
+    const RopeSpec& rope = hp.ropes[r];
+    std::printf("rope %zu:        %s, n_rot %lld, base %g, freq_scale %g, attn_factor %g%s%s\n", r, rope.neox ? "neox" : "normal",
+                (long long)rope.n_rot, rope.freq_base, rope.freq_scale, rope.attn_factor,
+                rope.factors_tensor.empty() ? "" : ", factors from ", rope.factors_tensor.c_str());
+  }
+  for (size_t il = 0; il < hp.layers.size(); ++il) {
+    const LayerSpec& l = hp.layers[il];
+    std::string features;
+    auto add = [&](bool on, const std::string& name) {
+      if (on) features += (features.empty() ? "" : ", ") + name;
+    };
+    add(l.sliding_window > 0, "sliding window " + std::to_string(l.sliding_window));
+    add(l.attn_softcap > 0, "attention soft-cap " + std::to_string(l.attn_softcap));
+    add(l.qkv_bias, "qkv bias");
+    add(l.qk_norm, "QK-norm");
+    add(l.v_norm, "V-norm");
+    add(l.k_as_v, "K as V");
+    add(!l.stores_kv(static_cast<int64_t>(il)), "KV of layer " + std::to_string(l.kv_source));
+    add(l.post_attention_norm || l.post_ffn_norm, "post-norms");
+    add(l.moe(), std::to_string(l.n_expert) + " experts, top " + std::to_string(l.n_expert_used));
+    add(l.per_layer_input, "per-layer input");
+    add(l.output_scale, "output scale");
+    std::printf("layer %-3zu       heads %lld/%lld × %lld, ff %lld, rope %d, scale %g%s%s\n", il, (long long)l.n_head,
+                (long long)l.n_head_kv, (long long)l.head_dim, (long long)l.n_ff, l.rope, l.attn_scale,
+                features.empty() ? "" : "; ", features.c_str());
+  }
   std::printf("weights read per token: %.2f MiB\n", static_cast<double>(model.weight_bytes()) / 1048576.0);
   const Tokenizer& tok = *loaded.tokenizer;
   std::printf("tokenizer:     %s, %d tokens, bos %d, eos %d, add_bos %s\n", tok.model_name().c_str(), tok.n_vocab(),

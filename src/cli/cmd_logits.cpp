@@ -71,6 +71,8 @@ Runner add_logits_command(CLI::App& app) {
   cmd->add_option("--tokens", options->tokens, "comma-separated token ids")->required();
   cmd->add_option("--top", options->top, "how many of the highest logits to print")->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-c,--ctx-size", options->source.n_ctx, "the context the model is loaded for (default: its own; Phi-3 picks its rope factors by it)")
+      ->check(CLI::NonNegativeNumber);
   return [options] { return run_logits(*options); };
 }
 

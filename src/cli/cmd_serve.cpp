@@ -80,7 +80,9 @@ int run_serve(const ServeOptions& options) {
   std::unique_ptr<AsyncEngine> engine;
   std::unique_ptr<explain::Explainer> explainer;
   try {
-    loaded = load_model(options.source);
+    ModelSource source = options.source;
+    source.n_ctx = options.max_model_len;  // the context the model is loaded for (Phi-3 picks its rope factors by it)
+    loaded = load_model(source);
     EngineConfig engine_config;
     engine_config.kv_cache_bytes = options.kv_cache_mib << 20;
     engine_config.kv_type = kv_type;

@@ -14,24 +14,57 @@ int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes
   return std::max<int64_t>(1, bytes / per_block);
 }
 
-namespace {
-int64_t resolve_num_blocks(const Model& model, const EngineConfig& config) {
+KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
   if (config.block_size <= 0) throw Error("--block-size must be positive");
-  if (config.num_blocks > 0) return config.num_blocks;
-  return kv_blocks_for_bytes(model.hparams(), config.block_size, config.kv_cache_bytes, config.kv_type);
+  KvCacheShape shape{hp.n_layer, 0, config.block_size, hp.kv_dim(), config.kv_type};
+  int64_t window = 0, n_window_layers = 0;
+  for (const LayerSpec& l : hp.layers)
+    if (l.sliding_window > 0) {
+      window = std::max(window, l.sliding_window);
+      ++n_window_layers;
+    }
+  if (!config.window_kv_pool || n_window_layers == 0) {
+    shape.num_blocks = config.num_blocks > 0 ? config.num_blocks
+                                             : kv_blocks_for_bytes(hp, config.block_size, config.kv_cache_bytes, config.kv_type);
+    return shape;
+  }
+  for (const LayerSpec& l : hp.layers) shape.window_layers.push_back(l.sliding_window > 0);
+  const int64_t bs = config.block_size;
+  const int64_t row_bytes = 2 * bs * hp.kv_dim() * kv_type_bytes(config.kv_type);  // one layer's K and V of a block
+  const int64_t per_main = (hp.n_layer - n_window_layers) * row_bytes, per_window = n_window_layers * row_bytes;
+  // A decoding request holds the blocks of its window plus a block of new tokens (drafts included);
+  // the step's prefill chunks need up to max_num_batched_tokens more positions on top. More than
+  // that only makes the scheduler preempt, which stays correct.
+  const int64_t per_request = (window + bs + bs - 1) / bs + 1;
+  const int64_t window_needed = config.max_num_seqs * per_request + (config.max_num_batched_tokens + bs - 1) / bs;
+  if (config.num_blocks > 0) {
+    shape.num_blocks = config.num_blocks;
+    shape.num_window_blocks = config.num_window_blocks > 0 ? config.num_window_blocks : std::min(config.num_blocks, window_needed);
+    return shape;
+  }
+  const int64_t unified = std::max<int64_t>(1, config.kv_cache_bytes / (per_main + per_window));
+  shape.num_window_blocks = config.num_window_blocks > 0 ? config.num_window_blocks : std::min(unified, window_needed);
+  const int64_t left = config.kv_cache_bytes - shape.num_window_blocks * per_window;
+  // Every layer slides: the main pool stores nothing and only counts positions.
+  shape.num_blocks = per_main > 0 ? std::max<int64_t>(1, left / per_main) : std::max<int64_t>(1, config.kv_cache_bytes / row_bytes);
+  return shape;
 }
-}  // namespace
 
 LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
-      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.hparams().n_ctx_train)
-                                              : model.hparams().n_ctx_train),
-      kv_(KvCacheShape{model.hparams().n_layer, resolve_num_blocks(model, config), config.block_size, model.hparams().kv_dim(),
-                       config.kv_type}),
+      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.hparams().n_ctx)
+                                              : model.hparams().n_ctx),
+      kv_(engine_kv_shape(model.hparams(), config)),
       pool_(static_cast<int32_t>(kv_.shape().num_blocks), static_cast<int32_t>(config.block_size)),
-      kv_manager_(pool_, config.enable_prefix_caching),
+      window_pool_(static_cast<int32_t>(std::max<int64_t>(1, kv_.shape().num_window_blocks)), static_cast<int32_t>(config.block_size)),
+      kv_manager_(pool_, config.enable_prefix_caching, kv_.has_window_pool() ? &window_pool_ : nullptr,
+                  [&] {
+                    int64_t w = 0;
+                    for (const LayerSpec& l : model.hparams().layers) w = std::max(w, l.sliding_window);
+                    return w;
+                  }()),
       scheduler_(SchedulerConfig{config.max_num_batched_tokens, config.max_num_seqs}, kv_manager_),
       runner_(model, kv_, std::max(1, config.n_threads)) {
   config_.num_blocks = kv_.shape().num_blocks;
@@ -289,6 +322,10 @@ EngineStats LLMEngine::stats() const {
   s.kv_blocks_total = pool_.num_blocks();
   s.kv_blocks_used = pool_.num_used_blocks();
   s.block_pool = pool_.counters();
+  if (kv_.has_window_pool()) {
+    s.kv_window_blocks_total = window_pool_.num_blocks();
+    s.kv_window_blocks_used = window_pool_.num_used_blocks();
+  }
   for (const auto& [id, request] : requests_)
     if (!request->block_table.empty()) s.kv_tokens_stored += request->num_computed_tokens;
   return s;

@@ -35,6 +35,11 @@ struct EngineConfig {
   int64_t max_model_len = 0;      // 0 → the model's training context
   bool enable_prefix_caching = true;
   int n_threads = 1;
+  // Models with sliding-window layers: those layers' K/V in a pool of their own whose blocks are
+  // given back once they fall out of every window (kv_cache_manager.h), so the bytes of the main
+  // pool go to the full-attention layers. False: one pool for every layer.
+  bool window_kv_pool = true;
+  int64_t num_window_blocks = 0;  // window pool size in blocks; 0 → enough for max_num_seqs windows
 };
 
 struct RequestOutput {
@@ -58,6 +63,7 @@ struct EngineStats {
   int64_t num_running = 0, num_waiting = 0;
   int64_t last_step_requests = 0, last_step_tokens = 0;
   int64_t kv_blocks_total = 0, kv_blocks_used = 0;
+  int64_t kv_window_blocks_total = 0, kv_window_blocks_used = 0;  // the window pool (0 without one)
   int64_t kv_tokens_stored = 0;        // Σ num_computed_tokens of requests holding blocks
   int64_t preemptions = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
@@ -92,6 +98,8 @@ class LLMEngine {
   Model& model() { return model_; }
   const Tokenizer* tokenizer() const { return tokenizer_; }
   const BlockPool& block_pool() const { return pool_; }
+  // The sliding-window layers' pool, or null when the engine keeps every layer in block_pool().
+  const BlockPool* window_block_pool() const { return kv_.has_window_pool() ? &window_pool_ : nullptr; }
 
  private:
   void finish(Request& request, FinishReason reason, RequestOutput& output);
@@ -113,6 +121,7 @@ class LLMEngine {
   int64_t max_model_len_;
   KvCache kv_;
   BlockPool pool_;
+  BlockPool window_pool_;  // one unused block when there is no window pool
   KvCacheManager kv_manager_;
   Scheduler scheduler_;
   ModelRunner runner_;
@@ -129,5 +138,9 @@ class LLMEngine {
 // Blocks for a KV budget in bytes (keys and values of every layer, 4 bytes per element for f32,
 // 2 for f16 — so an f16 cache gets twice the blocks from the same budget).
 int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes, KvType type = KvType::f32);
+// The engine's KV cache: one pool, or (window_kv_pool and a model with sliding-window layers) a main
+// pool for the full-attention layers plus a window pool sized for max_num_seqs windows, the rest of
+// kv_cache_bytes going to the main pool.
+KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config);
 
 }  // namespace nucleus

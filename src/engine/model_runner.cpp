@@ -9,6 +9,7 @@ void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
     Request& r = *s.request;
     const auto seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(r.block_table);
+    if (kv_.has_window_pool()) batch_.window_block_tables.push_back(r.window_block_table);
     const int64_t n_known = r.num_tokens();
     for (int64_t i = 0; i < s.num_tokens; ++i) {
       const int64_t pos = r.num_computed_tokens + i;

@@ -14,6 +14,7 @@ struct ModelSource {
   std::string tokenizer_path;  // llama2.c only
   TokenizerOptions tokenizer_options;
   bool run_from_mapping = false;  // --mmap: no packed / huge-page weight copies (ModelLoadOptions)
+  int64_t n_ctx = 0;              // the context the model will serve (0: its own); ModelLoadOptions::n_ctx
 };
 
 struct LoadedModel {

@@ -48,6 +48,9 @@ struct Request {
   // KV cache bookkeeping (kv_cache_manager.h).
   std::vector<int32_t> block_table;     // block ids for positions 0, block_size, 2·block_size, ...
   std::vector<uint64_t> block_hashes;   // prefix hashes of the full blocks registered so far
+  // Sliding-window layers' blocks in the window pool (when the engine has one), same indexing; −1
+  // for blocks wholly before the window of every token still to come (freed).
+  std::vector<int32_t> window_block_table;
   int64_t num_preemptions = 0;
 
   // Speculative decoding: this step's drafts (they follow `tokens` in the batch) and the counters.

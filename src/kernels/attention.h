@@ -1,6 +1,8 @@
 // Causal attention of one query token for a group of query heads that share one KV head (GQA),
 // reading cached keys and values through the sequence's block table:
-//   out[h] = Σ_p softmax_p(scale · q[h]·key[p]) · value[p]      for p in 0..n_positions-1
+//   out[h] = Σ_p softmax_p(cap(scale · q[h]·key[p])) · value[p]      for p in first_position..n_positions-1
+// where cap(s) = softcap · tanh(s / softcap) when softcap > 0 (Gemma 2) and s otherwise, and
+// first_position > 0 is a sliding window (the positions before it are masked).
 // The group shares every loaded key and value row. Each head's result is the same reduction
 // (over d, then over p in order) whatever the group size, so how the caller groups heads — and
 // how many tokens share the step — never changes a bit of it.
@@ -9,6 +11,7 @@
 // is widened to f32 exactly as it is loaded, and the arithmetic is that of the same table's f32
 // attention, so the result equals f32 attention over the widened rows bit for bit.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 namespace nucleus {
@@ -25,10 +28,15 @@ struct AttentionArgs {
   int64_t kv_dim;            // row stride of the pools
   const int32_t* block_table;  // [⌈n_positions / block_size⌉] block ids of the sequence
   int64_t block_size;
-  int64_t n_positions;       // the token attends to positions 0..n_positions-1 (its own included)
-  float scale;               // 1/sqrt(head_dim)
-  float* scores;             // scratch [n_q, n_positions]
+  int64_t n_positions;       // the token attends to positions first_position..n_positions-1 (its own included)
+  int64_t first_position = 0;  // > 0: a sliding window starts here
+  float scale;               // usually 1/sqrt(head_dim)
+  float softcap = 0.0f;      // > 0: scores ← softcap · tanh(scores / softcap), after the scale
+  float* scores;             // scratch [n_q, n_positions - first_position]
 };
+
+// Soft-capping as ggml computes it: scale by 1/cap, tanh, scale by cap.
+inline float softcap_score(float s, float cap) { return std::tanh(s * (1.0f / cap)) * cap; }
 
 // Row of position p in a pool laid out [num_blocks, block_size, kv_dim].
 template <typename T>

@@ -22,9 +22,12 @@ void rms_norm(const float* x, const float* weight, float* out, int64_t n, float 
 }
 
 void rope(float* x, int64_t n_rot, int64_t position, float freq_base, bool neox) {
+  RopeParams params;
+  params.n_rot = n_rot;
+  params.freq_base = freq_base;
   const int64_t half = n_rot / 2;
   for (int64_t i = 0; i < half; ++i) {
-    const float theta = rope_angle(position, i, n_rot, freq_base);
+    const float theta = rope_angle(position, i, params);
     const float c = std::cos(theta), s = std::sin(theta);
     const int64_t a = neox ? i : 2 * i;
     const int64_t b = neox ? i + half : 2 * i + 1;
@@ -83,21 +86,23 @@ inline float widen(uint16_t x) { return f16_to_f32(x); }
 template <typename T>
 void attention_over(const AttentionArgs& a, const T* keys, const T* values) {
   const int64_t d_n = a.head_dim;
-  for (int64_t p = 0; p < a.n_positions; ++p) {
+  const int64_t first = a.first_position, n_pos = a.n_positions - a.first_position;
+  for (int64_t p = first; p < a.n_positions; ++p) {
     const T* key = attention_row(keys, a, p);
     for (int64_t h = 0; h < a.n_q; ++h) {
       const float* q = a.q + h * d_n;
       float dot = 0.0f;
       for (int64_t d = 0; d < d_n; ++d) dot += q[d] * widen(key[d]);
-      a.scores[h * a.n_positions + p] = dot * a.scale;
+      const float score = dot * a.scale;
+      a.scores[h * n_pos + (p - first)] = a.softcap > 0.0f ? softcap_score(score, a.softcap) : score;
     }
   }
-  for (int64_t h = 0; h < a.n_q; ++h) softmax(a.scores + h * a.n_positions, a.n_positions);
+  for (int64_t h = 0; h < a.n_q; ++h) softmax(a.scores + h * n_pos, n_pos);
   std::fill(a.out, a.out + a.n_q * d_n, 0.0f);
-  for (int64_t p = 0; p < a.n_positions; ++p) {
+  for (int64_t p = first; p < a.n_positions; ++p) {
     const T* value = attention_row(values, a, p);
     for (int64_t h = 0; h < a.n_q; ++h) {
-      const float weight = a.scores[h * a.n_positions + p];
+      const float weight = a.scores[h * n_pos + (p - first)];
       float* out = a.out + h * d_n;
       for (int64_t d = 0; d < d_n; ++d) out[d] += weight * widen(value[d]);
     }

@@ -1,8 +1,15 @@
-// The forward pass of a pre-norm decoder block stack (llama / qwen2):
-//   x = embed(token)
-//   per layer: x += Wo · attention(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x))
-//              x += Wdown · (silu(Wgate·norm(x)) ⊙ Wup·norm(x))
-//   logits = Wout · norm(x)        (only for the batch's output rows)
+// The one forward pass, over the model's description (hparams.h). Per layer l with spec S:
+//   h = norm(x, attn_norm)
+//   q = Wq·h (+bq), k = Wk·h (+bk), v = Wv·h (+bv) or v = k (K-as-V)      [heads × head_dim]
+//   q, k ← per-head norm (QK-norm), v ← unweighted per-head norm (V-norm), then rope(q), rope(k)
+//   a = attention over the cache of layer S.kv_source (window, soft-cap, scale per S)
+//   x += post_attention_norm?(Wo·a)
+//   h = norm(x, ffn_norm); f = Wdown·(act(Wgate·h) ⊙ Wup·h) or the mixture of experts (moe_ffn.h)
+//   x += post_ffn_norm?(f)
+//   Gemma 4: x += norm(Wproj·(gelu(Winp_gate·x) ⊙ per-layer input), post_norm); x *= layer_output_scale
+// then logits = softcap?(Wout · norm(x, output_norm)) for the batch's output rows.
+// Every per-token step is the same arithmetic on any thread and in any batch, so batching never
+// changes a result (the engine's batch-invariance guarantee).
 #include <omp.h>
 
 #include <algorithm>
@@ -11,9 +18,11 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "kernels/gelu.h"
 #include "kernels/ops.h"
 #include "kernels/rope_table.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 #include "model/parallel_tokens.h"
 
 namespace nucleus {
@@ -21,16 +30,19 @@ namespace nucleus {
 struct Model::Scratch {
   std::vector<float> x;       // [n_tokens, n_embd] residual stream
   std::vector<float> xn;      // [n_tokens, n_embd] normalized input of the current sub-block
-  std::vector<float> q;       // [n_tokens, n_embd]
-  std::vector<float> k;       // [n_tokens, kv_dim]
-  std::vector<float> v;       // [n_tokens, kv_dim]
-  std::vector<float> attn;    // [n_tokens, n_embd] attention output (heads concatenated)
-  std::vector<float> proj;    // [n_tokens, n_embd] output of Wo / Wdown
-  std::vector<float> gate;    // [n_tokens, n_ff]
-  std::vector<float> up;      // [n_tokens, n_ff]
-  std::vector<float> scores;  // [n_threads, group, max_position + 1] attention weights
-  RopeTable rope;             // cos/sin for this step's positions
+  std::vector<float> q;       // [n_tokens, max q_dim]
+  std::vector<float> k;       // [n_tokens, max kv_dim]
+  std::vector<float> v;       // [n_tokens, max kv_dim]
+  std::vector<float> attn;    // [n_tokens, max q_dim] attention output (heads concatenated)
+  std::vector<float> proj;    // [n_tokens, n_embd] output of Wo / the FFN
+  std::vector<float> gate;    // [n_tokens, max n_ff]
+  std::vector<float> up;      // [n_tokens, max n_ff]
+  std::vector<float> scores;  // [n_threads, max group, max attended positions] attention weights
+  std::vector<RopeTable> ropes;  // [HParams::ropes] cos/sin for this step's positions
+  std::vector<float> per_layer;  // [n_tokens, L·P] Gemma 4 per-layer inputs
+  std::vector<float> pl_gate;    // [n_tokens, P]
   std::vector<float> out_x;   // [n_outputs, n_embd]
+  MoeScratch moe;
   MatmulScratch matmul;
 };
 
@@ -56,6 +68,25 @@ void Model::validate(const ForwardBatch& batch, const KvCache& kv) const {
     if (row < 0 || row >= n) throw Error("forward: output row out of range");
   if (kv.shape().kv_dim != hparams_.kv_dim() || kv.shape().n_layer != hparams_.n_layer)
     throw Error("forward: KV cache shape does not match the model");
+  if (!kv.has_window_pool()) return;
+  // Window-pool layers read only the last `window` positions: those blocks must be there.
+  int64_t window = 0;
+  for (int64_t l = 0; l < hparams_.n_layer; ++l)
+    if (kv.in_window_pool(l)) {
+      const int64_t w = hparams_.layers[static_cast<size_t>(l)].sliding_window;
+      if (w <= 0) throw Error("forward: a full-attention layer cannot live in the window pool");
+      window = std::max(window, w);
+    }
+  if (batch.window_block_tables.size() != batch.block_tables.size())
+    throw Error("forward: a KV cache with a window pool needs a window block table per sequence");
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t pos = batch.positions[i];
+    const auto& table = batch.window_block_tables[static_cast<size_t>(batch.seq_index[i])];
+    if (pos / block_size >= static_cast<int64_t>(table.size()))
+      throw Error("forward: position " + std::to_string(pos) + " is not covered by its window block table");
+    for (int64_t b = std::max<int64_t>(0, pos - window + 1) / block_size; b <= pos / block_size; ++b)
+      if (table[b] < 0 || table[b] >= kv.shape().num_window_blocks) throw Error("forward: window block id out of range");
+  }
 }
 
 void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n_threads) {
@@ -63,11 +94,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   const HParams& hp = hparams_;
   const OpsKernels& ops = ops_kernels_for(kernels_->isa);  // the same instruction set as the matmuls
   const int64_t n = batch.n_tokens();
-  const int64_t n_embd = hp.n_embd, kv_dim = hp.kv_dim(), head_dim = hp.head_dim, n_ff = hp.n_ff;
-  const int64_t group = hp.n_head / hp.n_head_kv;  // query heads per KV head
+  const int64_t n_embd = hp.n_embd, kv_stride = kv.shape().kv_dim;
   const int64_t block_size = kv.shape().block_size;
   const bool kv_f16 = kv.type() == KvType::f16;
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   n_threads = std::max(1, n_threads);
   if (!scratch_) scratch_ = std::make_shared<Scratch>();
   Scratch& s = *scratch_;
@@ -75,61 +104,100 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   for (int32_t p : batch.positions) max_pos = std::max(max_pos, p);
   const int64_t n_positions_max = max_pos + 1;
 
+  int64_t q_max = 0, ff_max = 0, group_max = 1;
+  for (const LayerSpec& l : hp.layers) {
+    q_max = std::max(q_max, l.q_dim());
+    ff_max = std::max(ff_max, l.n_ff);
+    group_max = std::max(group_max, l.n_head / l.n_head_kv);
+  }
   s.x.resize(static_cast<size_t>(n * n_embd));
   s.xn.resize(s.x.size());
-  s.q.resize(s.x.size());
-  s.attn.resize(s.x.size());
   s.proj.resize(s.x.size());
-  s.k.resize(static_cast<size_t>(n * kv_dim));
+  s.q.resize(static_cast<size_t>(n * q_max));
+  s.attn.resize(s.q.size());
+  s.k.resize(static_cast<size_t>(n * kv_stride));
   s.v.resize(s.k.size());
-  s.gate.resize(static_cast<size_t>(n * n_ff));
+  s.gate.resize(static_cast<size_t>(n * ff_max));
   s.up.resize(s.gate.size());
-  s.scores.resize(static_cast<size_t>(n_threads * group * n_positions_max));
-  s.rope.build(batch.positions.data(), n, hp.n_rot, hp.rope_freq_base, hp.rope_neox);
+  s.scores.resize(static_cast<size_t>(n_threads * group_max * n_positions_max));
+  s.ropes.resize(hp.ropes.size());
+  for (size_t r = 0; r < hp.ropes.size(); ++r) {
+    const RopeSpec& spec = hp.ropes[r];
+    RopeParams params;
+    params.n_rot = spec.n_rot;
+    params.freq_base = spec.freq_base;
+    params.freq_scale = spec.freq_scale;
+    params.attn_factor = spec.attn_factor;
+    params.neox = spec.neox;
+    params.freq_factors = spec.freq_factors.empty() ? nullptr : spec.freq_factors.data();
+    s.ropes[r].build(batch.positions.data(), n, params);
+  }
 
-  for (int64_t i = 0; i < n; ++i) matrix_row_to_f32(weights_.token_embd, batch.tokens[i], s.x.data() + i * n_embd);
+  for (int64_t i = 0; i < n; ++i) {
+    float* x = s.x.data() + i * n_embd;
+    matrix_row_to_f32(weights_.token_embd, batch.tokens[i], x);
+    if (hp.embedding_scale != 1.0f)
+      for (int64_t d = 0; d < n_embd; ++d) x[d] *= hp.embedding_scale;
+  }
+  if (hp.n_per_layer_input > 0) compute_per_layer_inputs(batch, n_threads);
 
-  // x[i] += proj[i] when a sub-block's output is pending, then xn[i] = rms_norm(x[i]) · weight.
-  auto residual_and_norm = [&](bool add_proj, const std::vector<float>& norm_weight) {
+  // The block tables of the pool a layer's K/V live in.
+  auto tables_of = [&](int64_t layer) -> const std::vector<std::vector<int32_t>>& {
+    return kv.in_window_pool(layer) ? batch.window_block_tables : batch.block_tables;
+  };
+  // x[i] += proj[i] (post-normed first when the layer says so).
+  auto add_sub_block = [&](const std::vector<float>& post_norm) {
     for_each_token(n, n_embd, n_threads, [&](int64_t i) {
-      float* x = &s.x[i * n_embd];
-      if (add_proj) ops.add(x, &s.proj[i * n_embd], n_embd);
-      ops.rms_norm(x, norm_weight.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps);
+      float* p = &s.proj[i * n_embd];
+      if (!post_norm.empty()) ops.rms_norm(p, post_norm.data(), p, n_embd, hp.rms_eps);
+      ops.add(&s.x[i * n_embd], p, n_embd);
     });
   };
-
-  // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
-  // each loaded key/value row; it is split only when there are too few units to keep every thread
-  // busy (decode of one token). A head's result does not depend on the split.
-  int64_t heads_per_unit = group;
-  while (heads_per_unit % 2 == 0 && n * hp.n_head / heads_per_unit < 2 * n_threads) heads_per_unit /= 2;
-  const int64_t units_per_kv_head = group / heads_per_unit;
-  const int64_t n_units = n * hp.n_head_kv * units_per_kv_head;
-  int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
-  for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * hp.n_head;
-  const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
+  auto norm_into_xn = [&](const std::vector<float>& weight) {
+    for_each_token(n, n_embd, n_threads,
+                   [&](int64_t i) { ops.rms_norm(&s.x[i * n_embd], weight.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps); });
+  };
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+    const LayerSpec& S = hp.layers[static_cast<size_t>(l)];
+    const int64_t head_dim = S.head_dim, q_dim = S.q_dim(), kv_dim = S.kv_dim();
+    const int64_t group = S.n_head / S.n_head_kv;  // query heads per KV head
+    const bool own_kv = S.stores_kv(l);
+    const RopeTable& rope = s.ropes[static_cast<size_t>(S.rope)];
     // --- attention ---
-    residual_and_norm(/*add_proj=*/l > 0, L.attn_norm);  // the previous layer's FFN output joins here
+    norm_into_xn(L.attn_norm);
     matmul(*kernels_, L.wq, s.xn.data(), n, s.q.data(), n_threads, s.matmul);
-    matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
-    matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
-    for_each_token(n, n_embd + 2 * kv_dim, n_threads, [&](int64_t i) {
-      float* q = &s.q[i * n_embd];    // [n_head, head_dim]
-      float* k = &s.k[i * kv_dim];    // [n_head_kv, head_dim]
-      float* v = &s.v[i * kv_dim];    // [n_head_kv, head_dim]
-      if (!L.bq.empty()) {
-        ops.add(q, L.bq.data(), n_embd);
-        ops.add(k, L.bk.data(), kv_dim);
-        ops.add(v, L.bv.data(), kv_dim);
+    if (own_kv) {
+      matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
+      if (!S.k_as_v) matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
+    }
+    for_each_token(n, q_dim + 2 * kv_dim, n_threads, [&](int64_t i) {
+      float* q = &s.q[i * q_dim];   // [n_head, head_dim]
+      float* k = &s.k[i * kv_dim];  // [n_head_kv, head_dim]
+      float* v = &s.v[i * kv_dim];  // [n_head_kv, head_dim]
+      if (S.qkv_bias) {
+        ops.add(q, L.bq.data(), q_dim);
+        if (own_kv) {
+          ops.add(k, L.bk.data(), kv_dim);
+          ops.add(v, L.bv.data(), kv_dim);
+        }
       }
-      ops.rope(q, hp.n_head, head_dim, s.rope.row(i), hp.n_rot, hp.rope_neox);
-      ops.rope(k, hp.n_head_kv, head_dim, s.rope.row(i), hp.n_rot, hp.rope_neox);
+      if (S.qk_norm)
+        for (int64_t h = 0; h < S.n_head; ++h) ops.rms_norm(q + h * head_dim, L.q_norm.data(), q + h * head_dim, head_dim, hp.rms_eps);
+      ops.rope(q, S.n_head, head_dim, rope.row(i), rope.n_rot(), rope.neox());
+      if (S.attn_scale_on_query)
+        for (int64_t d = 0; d < q_dim; ++d) q[d] *= S.attn_scale;
+      if (!own_kv) return;
+      if (S.k_as_v) std::copy(k, k + kv_dim, v);  // the raw projection, before K's norm and rope
+      if (S.qk_norm)
+        for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(k + h * head_dim, L.k_norm.data(), k + h * head_dim, head_dim, hp.rms_eps);
+      if (S.v_norm)
+        for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(v + h * head_dim, ones_.data(), v + h * head_dim, head_dim, hp.rms_eps);
+      ops.rope(k, S.n_head_kv, head_dim, rope.row(i), rope.n_rot(), rope.neox());
       // Store this token's key and value where its block table says position `pos` lives.
       const int32_t pos = batch.positions[i];
-      const auto& table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])];
+      const auto& table = tables_of(l)[static_cast<size_t>(batch.seq_index[i])];
       const int32_t block = table[pos / block_size];
       if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
         uint16_t* k16 = kv.key_f16(l, block, pos % block_size);
@@ -141,29 +209,44 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
       }
     });
-    // Every token attends to positions 0..pos of its own sequence (all written by now).
+
+    // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
+    // each loaded key/value row; it is split only when there are too few units to keep every thread
+    // busy (decode of one token). A head's result does not depend on the split.
+    int64_t heads_per_unit = group;
+    while (heads_per_unit % 2 == 0 && n * S.n_head / heads_per_unit < 2 * n_threads) heads_per_unit /= 2;
+    const int64_t units_per_kv_head = group / heads_per_unit;
+    const int64_t n_units = n * S.n_head_kv * units_per_kv_head;
+    int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
+    for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * S.n_head;
+    const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
+    const int64_t kv_layer = S.kv_source;
+    // Every token attends to its sequence's positions up to its own (all written by now), or the
+    // last sliding_window of them.
     auto attend = [&](int64_t unit, int thread) {
-      const int64_t i = unit / (hp.n_head_kv * units_per_kv_head);
-      const int64_t kv_head = unit / units_per_kv_head % hp.n_head_kv;
+      const int64_t i = unit / (S.n_head_kv * units_per_kv_head);
+      const int64_t kv_head = unit / units_per_kv_head % S.n_head_kv;
       const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
       AttentionArgs a;
-      a.q = &s.q[i * n_embd + first_head * head_dim];
-      a.out = &s.attn[i * n_embd + first_head * head_dim];
+      a.q = &s.q[i * q_dim + first_head * head_dim];
+      a.out = &s.attn[i * q_dim + first_head * head_dim];
       a.n_q = heads_per_unit;
       a.head_dim = head_dim;
       if (kv_f16) {
-        a.keys_f16 = kv.key_f16(l, 0, 0) + kv_head * head_dim;
-        a.values_f16 = kv.value_f16(l, 0, 0) + kv_head * head_dim;
+        a.keys_f16 = kv.key_f16(kv_layer, 0, 0) + kv_head * head_dim;
+        a.values_f16 = kv.value_f16(kv_layer, 0, 0) + kv_head * head_dim;
       } else {
-        a.keys = kv.key(l, 0, 0) + kv_head * head_dim;
-        a.values = kv.value(l, 0, 0) + kv_head * head_dim;
+        a.keys = kv.key(kv_layer, 0, 0) + kv_head * head_dim;
+        a.values = kv.value(kv_layer, 0, 0) + kv_head * head_dim;
       }
-      a.kv_dim = kv_dim;
-      a.block_table = batch.block_tables[static_cast<size_t>(batch.seq_index[i])].data();
+      a.kv_dim = kv_stride;
+      a.block_table = tables_of(kv_layer)[static_cast<size_t>(batch.seq_index[i])].data();
       a.block_size = block_size;
       a.n_positions = batch.positions[i] + 1;
-      a.scale = attn_scale;
-      a.scores = &s.scores[static_cast<size_t>(thread * group * n_positions_max)];
+      a.first_position = S.sliding_window > 0 ? std::max<int64_t>(0, a.n_positions - S.sliding_window) : 0;
+      a.scale = S.attn_scale_on_query ? 1.0f : S.attn_scale;
+      a.softcap = S.attn_softcap;
+      a.scores = &s.scores[static_cast<size_t>(thread * group_max * n_positions_max)];
       (kv_f16 ? ops.attention_f16 : ops.attention)(a);
     };
     if (parallel_attention) {
@@ -173,28 +256,90 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
     }
     matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
+    add_sub_block(L.post_attention_norm);
 
-    // --- feed-forward (SwiGLU) ---
-    residual_and_norm(/*add_proj=*/true, L.ffn_norm);  // the attention output joins the stream
-    matmul(*kernels_, L.w_gate, s.xn.data(), n, s.gate.data(), n_threads, s.matmul);
-    matmul(*kernels_, L.w_up, s.xn.data(), n, s.up.data(), n_threads, s.matmul);
-    for_each_token(n, n_ff, n_threads, [&](int64_t i) {
-      ops.swiglu(&s.gate[i * n_ff], &s.up[i * n_ff], &s.gate[i * n_ff], n_ff);
-    });
-    matmul(*kernels_, L.w_down, s.gate.data(), n, s.proj.data(), n_threads, s.matmul);
+    // --- feed-forward ---
+    norm_into_xn(L.ffn_norm);
+    if (S.moe()) {
+      moe_ffn(*kernels_, ops, S, L, s.xn.data(), n, n_embd, s.proj.data(), n_threads, s.matmul, s.moe);
+    } else {
+      const int64_t n_ff = S.n_ff;
+      matmul(*kernels_, L.w_gate, s.xn.data(), n, s.gate.data(), n_threads, s.matmul);
+      matmul(*kernels_, L.w_up, s.xn.data(), n, s.up.data(), n_threads, s.matmul);
+      for_each_token(n, n_ff, n_threads, [&](int64_t i) {
+        float* g = &s.gate[i * n_ff];
+        if (hp.activation == Activation::Gelu) geglu_row(g, &s.up[i * n_ff], g, n_ff);
+        else ops.swiglu(g, &s.up[i * n_ff], g, n_ff);
+      });
+      matmul(*kernels_, L.w_down, s.gate.data(), n, s.proj.data(), n_threads, s.matmul);
+    }
+    add_sub_block(L.post_ffn_norm);
+    if (S.per_layer_input) add_per_layer_input(l, n, n_threads);
+    if (S.output_scale)
+      for (float& value : s.x) value *= L.output_scale;
   }
-  // The last layer's FFN output joins the stream only for the rows whose logits are wanted.
+
   const int64_t n_out = batch.n_outputs();
   if (n_out == 0) return;
   s.out_x.resize(static_cast<size_t>(n_out * n_embd));
   for_each_token(n_out, n_embd, n_threads, [&](int64_t o) {
-    const int64_t row = batch.output_rows[o];
-    float* out_x = &s.out_x[o * n_embd];
-    std::copy(&s.x[row * n_embd], &s.x[row * n_embd] + n_embd, out_x);
-    ops.add(out_x, &s.proj[row * n_embd], n_embd);
-    ops.rms_norm(out_x, weights_.output_norm.data(), out_x, n_embd, hp.rms_eps);
+    const float* x = &s.x[batch.output_rows[o] * n_embd];
+    ops.rms_norm(x, weights_.output_norm.data(), &s.out_x[o * n_embd], n_embd, hp.rms_eps);
   });
   matmul(*kernels_, weights_.output, s.out_x.data(), n_out, logits, n_threads, s.matmul);
+  if (hp.final_softcap > 0.0f) {
+    const float inverse = 1.0f / hp.final_softcap;
+    for (int64_t i = 0; i < n_out * hp.n_vocab; ++i) logits[i] = std::tanh(logits[i] * inverse) * hp.final_softcap;
+  }
+}
+
+// Gemma 4's per-layer inputs, once per step for every layer:
+//   a = per_layer_token_embd[token] · √P;  b = norm_P(per_layer_model_proj · x · 1/√n_embd)  (each P-slice)
+//   per_layer[l] = (b + a) · 1/√2
+void Model::compute_per_layer_inputs(const ForwardBatch& batch, int n_threads) {
+  Scratch& s = *scratch_;
+  const HParams& hp = hparams_;
+  const OpsKernels& ops = ops_kernels_for(kernels_->isa);
+  const int64_t n = batch.n_tokens(), P = hp.n_per_layer_input;
+  const int64_t width = weights_.per_layer_model_proj.n_rows;  // L·P of the full model (a layer prefix uses the first slices)
+  s.per_layer.resize(static_cast<size_t>(n * width));
+  matmul(*kernels_, weights_.per_layer_model_proj, s.x.data(), n, s.per_layer.data(), n_threads, s.matmul);
+  const float proj_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd));
+  const float embd_scale = std::sqrt(static_cast<float>(P));
+  const float mix_scale = 1.0f / std::sqrt(2.0f);
+  std::vector<float> a(static_cast<size_t>(width));
+  for (int64_t i = 0; i < n; ++i) {
+    matrix_row_to_f32(weights_.per_layer_token_embd, batch.tokens[i], a.data());
+    float* b = &s.per_layer[i * width];
+    for (int64_t d = 0; d < width; ++d) b[d] *= proj_scale;
+    for (int64_t slice = 0; slice < width / P; ++slice)
+      ops.rms_norm(b + slice * P, weights_.per_layer_proj_norm.data(), b + slice * P, P, hp.rms_eps);
+    for (int64_t d = 0; d < width; ++d) b[d] = (b[d] + a[d] * embd_scale) * mix_scale;
+  }
+}
+
+// x += norm(Wproj · (gelu(Winp_gate · x) ⊙ per_layer[l]), post_norm)
+void Model::add_per_layer_input(int64_t layer, int64_t n, int n_threads) {
+  Scratch& s = *scratch_;
+  const HParams& hp = hparams_;
+  const OpsKernels& ops = ops_kernels_for(kernels_->isa);
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  const int64_t P = hp.n_per_layer_input, n_embd = hp.n_embd;
+  const int64_t width = weights_.per_layer_model_proj.n_rows;
+  s.pl_gate.resize(static_cast<size_t>(n * P));
+  matmul(*kernels_, L.inp_gate, s.x.data(), n, s.pl_gate.data(), n_threads, s.matmul);
+  for (int64_t i = 0; i < n; ++i) {
+    float* g = &s.pl_gate[i * P];
+    gelu_row(g, g, P);
+    const float* input = &s.per_layer[i * width + layer * P];
+    for (int64_t d = 0; d < P; ++d) g[d] *= input[d];
+  }
+  matmul(*kernels_, L.proj, s.pl_gate.data(), n, s.proj.data(), n_threads, s.matmul);
+  for (int64_t i = 0; i < n; ++i) {
+    float* p = &s.proj[i * n_embd];
+    ops.rms_norm(p, L.post_norm.data(), p, n_embd, hp.rms_eps);
+    ops.add(&s.x[i * n_embd], p, n_embd);
+  }
 }
 
 }  // namespace nucleus

@@ -12,6 +12,9 @@ struct ForwardBatch {
   std::vector<int32_t> positions;  // [n_tokens] position of each token in its sequence
   std::vector<int32_t> seq_index;  // [n_tokens] which block table each token uses
   std::vector<std::vector<int32_t>> block_tables;  // [n_seqs][blocks] KV block ids of each sequence
+  // Only for a KvCache with a window pool (sliding-window layers): [n_seqs][blocks] block ids in that
+  // pool; entries of blocks wholly before a token's window may be −1 (freed).
+  std::vector<std::vector<int32_t>> window_block_tables;
   std::vector<int32_t> output_rows;  // indices into tokens whose logits are wanted, in output order
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }

@@ -14,7 +14,22 @@ KvType parse_kv_type(const std::string& name, const std::string& flag) {
 }
 
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
-  const size_t n = static_cast<size_t>(shape.n_layer * shape.num_blocks * shape.block_size * shape.kv_dim);
+  if (!shape.window_layers.empty() && static_cast<int64_t>(shape.window_layers.size()) != shape.n_layer)
+    throw Error("KV cache: window_layers must name every layer");
+  const size_t block_elements = static_cast<size_t>(shape.block_size * shape.kv_dim);
+  places_.resize(static_cast<size_t>(shape.n_layer));
+  const bool windowed = !shape.window_layers.empty() && shape.num_window_blocks > 0;
+  size_t n = 0;
+  for (int64_t l = 0; l < shape.n_layer; ++l) {  // the main pool's layers first
+    if (windowed && shape.window_layers[static_cast<size_t>(l)]) continue;
+    places_[static_cast<size_t>(l)] = {n, false};
+    n += static_cast<size_t>(shape.num_blocks) * block_elements;
+  }
+  for (int64_t l = 0; l < shape.n_layer; ++l) {
+    if (!windowed || !shape.window_layers[static_cast<size_t>(l)]) continue;
+    places_[static_cast<size_t>(l)] = {n, true};
+    n += static_cast<size_t>(shape.num_window_blocks) * block_elements;
+  }
   try {
     if (shape.type == KvType::f16) {
       k16_.assign(n, 0);

@@ -27,8 +27,14 @@ struct KvCacheShape {
   int64_t n_layer = 0;
   int64_t num_blocks = 0;
   int64_t block_size = 16;  // tokens per block
-  int64_t kv_dim = 0;       // n_head_kv * head_dim
+  int64_t kv_dim = 0;       // row width: the widest layer's n_head_kv * head_dim
   KvType type = KvType::f32;
+  // Optional: sliding-window layers keep their keys and values in a pool of their own
+  // (num_window_blocks blocks, reached through ForwardBatch::window_block_tables), so the engine can
+  // free a sequence's blocks once they fall out of every window while the full-attention layers keep
+  // theirs. Empty: every layer lives in the main pool.
+  std::vector<bool> window_layers = {};  // [n_layer] true: this layer's K/V live in the window pool
+  int64_t num_window_blocks = 0;
 };
 
 class KvCache {
@@ -37,7 +43,10 @@ class KvCache {
 
   const KvCacheShape& shape() const { return shape_; }
   KvType type() const { return shape_.type; }
-  int64_t capacity_tokens() const { return shape_.num_blocks * shape_.block_size; }
+  int64_t capacity_tokens() const { return shape_.num_blocks * shape_.block_size; }  // of the main pool
+  // Whether layer's K/V live in the window pool (reached through ForwardBatch::window_block_tables).
+  bool in_window_pool(int64_t layer) const { return places_[static_cast<size_t>(layer)].window; }
+  bool has_window_pool() const { return shape_.num_window_blocks > 0 && !shape_.window_layers.empty(); }
 
   // Row of kv_dim floats for (layer, block, slot); f32 caches only.
   float* key(int64_t layer, int64_t block, int64_t slot) { return k_.data() + offset(layer, block, slot); }
@@ -53,11 +62,19 @@ class KvCache {
 
  private:
   size_t offset(int64_t layer, int64_t block, int64_t slot) const {
-    return static_cast<size_t>(((layer * shape_.num_blocks + block) * shape_.block_size + slot) * shape_.kv_dim);
+    const LayerPlace& p = places_[static_cast<size_t>(layer)];
+    return p.base + static_cast<size_t>((block * shape_.block_size + slot) * shape_.kv_dim);
   }
+  struct LayerPlace {
+    size_t base = 0;      // offset of the layer's first block in k_/v_ (or k16_/v16_)
+    bool window = false;  // in the window pool
+  };
+  std::vector<LayerPlace> places_;  // [n_layer]
   KvCacheShape shape_;
-  std::vector<float> k_;       // f32: [n_layer, num_blocks, block_size, kv_dim]
-  std::vector<float> v_;       // f32: [n_layer, num_blocks, block_size, kv_dim]
+  // f32: main-pool layers [n_main_layers, num_blocks, block_size, kv_dim], then window-pool layers
+  // [n_window_layers, num_window_blocks, block_size, kv_dim]
+  std::vector<float> k_;
+  std::vector<float> v_;
   std::vector<uint16_t> k16_;  // f16: the same layout
   std::vector<uint16_t> v16_;  // f16: the same layout
 };

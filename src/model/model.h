@@ -1,5 +1,5 @@
-// A loaded decoder-only transformer (llama, qwen2): hyper-parameters, weights used in place
-// from the file mapping in their stored type, and the forward pass over a ragged batch.
+// A loaded decoder-only transformer of any family hparams.h describes: the description, weights
+// used in their stored type, and the one forward pass over a ragged batch.
 #pragma once
 #include <memory>
 #include <optional>
@@ -14,12 +14,30 @@
 
 namespace nucleus {
 
+// One expert of a mixture-of-experts FFN: views into the stacked 3-D expert tensors.
+struct ExpertWeights {
+  WeightMatrix w_gate, w_up, w_down;       // [n_embd → n_ff] ×2, [n_ff → n_embd]
+};
+
+// A layer's weights; which are present follows its LayerSpec (hparams.h). Vectors are f32 copies.
 struct LayerWeights {
   std::vector<float> attn_norm;            // [n_embd]
-  WeightMatrix wq, wk, wv, wo;             // [n_embd → n_embd], [n_embd → kv_dim] ×2, [n_embd → n_embd]
-  std::vector<float> bq, bk, bv;           // qwen2 only: [n_embd], [kv_dim], [kv_dim]
+  WeightMatrix wq, wk, wv, wo;             // [n_embd → q_dim], [n_embd → kv_dim] ×2 (wv absent: K-as-V or KV-shared), [q_dim → n_embd]
+  std::vector<float> bq, bk, bv;           // qkv_bias: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm, k_norm;       // qk_norm: [head_dim] each, shared by all heads
+  std::vector<float> post_attention_norm;  // [n_embd]
   std::vector<float> ffn_norm;             // [n_embd]
-  WeightMatrix w_gate, w_up, w_down;       // [n_embd → n_ff] ×2, [n_ff → n_embd]
+  WeightMatrix w_gate, w_up, w_down;       // dense FFN: [n_embd → n_ff] ×2, [n_ff → n_embd]
+  WeightMatrix router;                     // MoE: [n_embd → n_expert] (ffn_gate_inp)
+  std::vector<ExpertWeights> experts;      // MoE: [n_expert]
+  std::vector<float> post_ffn_norm;        // [n_embd]
+  WeightMatrix inp_gate, proj;             // per-layer input (Gemma 4): [n_embd → P], [P → n_embd]
+  std::vector<float> post_norm;            // per-layer input: [n_embd]
+  float output_scale = 1.0f;               // Gemma 4: layer_output_scale
+
+  // Every matrix a forward pass multiplies by (the ones present), for packing, copies and byte counts.
+  std::vector<const WeightMatrix*> matrices() const;
+  std::vector<WeightMatrix*> matrices();
 };
 
 struct ModelWeights {
@@ -28,6 +46,10 @@ struct ModelWeights {
   std::vector<float> output_norm;          // [n_embd]
   WeightMatrix output;                     // [n_vocab rows × n_embd]; token_embd when tied
   bool tied_output = false;
+  // Gemma 4 per-layer inputs (P = n_per_layer_input, L = n_layer):
+  WeightMatrix per_layer_token_embd;       // [n_vocab rows × L·P] looked up per token
+  WeightMatrix per_layer_model_proj;       // [n_embd → L·P]
+  std::vector<float> per_layer_proj_norm;  // [P]
 };
 
 // How Model::load places the weights. By default Q4_0/Q8_0 matrices are repacked and other large
@@ -35,6 +57,7 @@ struct ModelWeights {
 // memory; otherwise, or with run_from_mapping, the kernels read them where the file has them.
 struct ModelLoadOptions {
   bool run_from_mapping = false;
+  int64_t n_ctx = 0;  // the context the model will serve (0: its training context); Phi-3 picks its rope factors by it
 };
 
 class Model {
@@ -45,6 +68,9 @@ class Model {
   // A second Model over the same weights (the file, packed and copied matrices are shared, not
   // copied) with scratch of its own, so it can run on another thread while this one does.
   std::unique_ptr<Model> share_weights() const;
+  // A model of the first n_layers layers over the same weights (self-speculation's draft): the final
+  // norm and lm_head of the full model follow its last kept layer. Throws Error outside 1..n_layer.
+  std::unique_ptr<Model> layer_prefix(int64_t n_layers) const;
 
   const HParams& hparams() const { return hparams_; }
   const GgufFile& file() const { return *file_; }
@@ -63,11 +89,14 @@ class Model {
   struct Scratch;
   Model() = default;
   void validate(const ForwardBatch& batch, const KvCache& kv) const;
+  void compute_per_layer_inputs(const ForwardBatch& batch, int n_threads);
+  void add_per_layer_input(int64_t layer, int64_t n_tokens, int n_threads);
 
   std::shared_ptr<const GgufFile> file_;  // shared with share_weights() copies
   HParams hparams_;
   ModelWeights weights_;
   const DotKernels* kernels_ = nullptr;
+  std::vector<float> ones_;  // [max head_dim] the weight of an unweighted RMS norm (Gemma 4's V-norm)
   std::shared_ptr<Scratch> scratch_;
   bool weights_moved_ = false;
 };

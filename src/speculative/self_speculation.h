@@ -1,7 +1,6 @@
 // Self-speculation: the target's own first K layers, followed by its final norm and output head,
-// as the draft model — no second file, the same tokenizer. The prefix model is bound to a copy of
-// those tensors (model/ has no forward over a layer prefix), so it costs K/n_layer of the target's
-// weight memory; its KV cache holds K layers.
+// as the draft model — no second file, the same tokenizer. The prefix model shares the target's
+// weights (Model::layer_prefix: nothing is copied); its KV cache holds K layers.
 #pragma once
 #include <memory>
 
