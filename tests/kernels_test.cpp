@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 
 #include "core/fp16.h"
+#include "core/rng.h"
 #include "core/weight_memory.h"
 #include "io/gguf.h"
 #include "kernels/dot.h"
@@ -119,6 +121,77 @@ TEST_P(SimdDot, KQuantFormatsMatchScalar) {
     dequantize_row(GgmlType::Q6_K, w6.data(), wd.data(), n);
     for (int64_t i = 0; i < n; ++i) exact += static_cast<double>(wd[i]) * x[i];
     EXPECT_NEAR(ref.dot_q6_K_q8_K(w6.data(), x8.data(), n_blocks), exact, 0.02 * std::sqrt(static_cast<double>(n)));
+  }
+}
+
+// llama.cpp's ggml_vec_dot_q{4,5,6}_K_q8_K (its AVX2 kernels, native build of the version inside
+// node-llama-cpp@3.21.1, 80fb11a) on the inputs below, as float bits. Every table must give exactly
+// these: its reference logits follow that order, and other orders differ in the last bits, which
+// flip Q8_K ties in the tie-sensitive fidelity files (see model_fidelity_test.cpp).
+struct KQuantGolden {
+  int n_blocks;
+  uint32_t q4_K, q5_K, q6_K;
+};
+const KQuantGolden kLlamaCppKQuantDots[] = {
+    {1, 0x3fb3716b, 0x3fa0ae8a, 0x3fa98dd4},
+    {2, 0xc1b6f785, 0xc1b54cd6, 0xc1b2b4bf},
+    {3, 0x41239e50, 0x410e3198, 0x40ffa1e0},
+    {4, 0x3f1f1b40, 0xbf8168c0, 0xbfb29800},
+    {1, 0x413e6578, 0x412c443e, 0x413a0c60},
+    {2, 0xc1b63e0e, 0xc196d8fa, 0xc19685f6},
+    {3, 0xc242fbd0, 0xc2362628, 0xc2371587},
+    {4, 0xc29db395, 0xc292ef5d, 0xc28e15f4},
+    {1, 0x42030854, 0x4205fa18, 0x42030552},
+    {2, 0x4196cf64, 0x4177c7f0, 0x41807026},
+    {3, 0xc2b765f0, 0xc2b5fefe, 0xc2b55c1b},
+    {4, 0x428a2744, 0x427333d0, 0x427bfc20},
+    {1, 0x41ee1860, 0x41aad5f0, 0x41b4e612},
+    {2, 0x42c74d60, 0x42def4b6, 0x42e58277},
+    {3, 0x4321c980, 0x43225854, 0x4324b380},
+    {4, 0x428c26f5, 0x429453ac, 0x427f4ed8},
+    {1, 0x42d2792d, 0x42bf72dc, 0x42c12140},
+    {2, 0x41e3bb00, 0x41bebc74, 0x41f5dad0},
+    {3, 0xc30fb55c, 0xc31de601, 0xc31bd09a},
+    {4, 0x42d908b4, 0x42a2aa20, 0x42b4387e},
+    {1, 0x4241b33c, 0x42525b6c, 0x423af161},
+    {2, 0x419f4c28, 0x417c3b18, 0x419b11a4},
+    {3, 0x433f5858, 0x43481052, 0x433f8b38},
+    {4, 0x4364edee, 0x437a333f, 0x437929d5},
+};
+
+std::vector<float> uniform_values(int64_t n, uint64_t seed, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * static_cast<float>(2.0 * uniform_at(seed, static_cast<uint64_t>(i)) - 1.0);
+  return v;
+}
+
+uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+TEST(KQuantDots, EqualLlamaCppBitForBitOnEveryTable) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    const DotKernels& k = dot_kernels_for(isa);
+    for (int c = 0; c < static_cast<int>(std::size(kLlamaCppKQuantDots)); ++c) {
+      const KQuantGolden& g = kLlamaCppKQuantDots[c];
+      const int64_t n = kQK_K * g.n_blocks;
+      const auto w = uniform_values(n, 100 + static_cast<uint64_t>(c), 1.0f);
+      const auto x = uniform_values(n, 200 + static_cast<uint64_t>(c), 0.5f + static_cast<float>(c));
+      std::vector<BlockQ8_K> x8(static_cast<size_t>(g.n_blocks));
+      std::vector<BlockQ4_K> w4(x8.size());
+      std::vector<BlockQ5_K> w5(x8.size());
+      std::vector<BlockQ6_K> w6(x8.size());
+      quantize_activations_q8_K(x.data(), x8.data(), n);
+      quantize_row_q4_K(w.data(), w4.data(), n);
+      quantize_row_q5_K(w.data(), w5.data(), n);
+      quantize_row_q6_K(w.data(), w6.data(), n);
+      EXPECT_EQ(float_bits(k.dot_q4_K_q8_K(w4.data(), x8.data(), g.n_blocks)), g.q4_K) << isa_name(isa) << " case " << c;
+      EXPECT_EQ(float_bits(k.dot_q5_K_q8_K(w5.data(), x8.data(), g.n_blocks)), g.q5_K) << isa_name(isa) << " case " << c;
+      EXPECT_EQ(float_bits(k.dot_q6_K_q8_K(w6.data(), x8.data(), g.n_blocks)), g.q6_K) << isa_name(isa) << " case " << c;
+    }
   }
 }
 

@@ -64,79 +64,108 @@ float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return acc;
 }
 
-// Σ_j m_j · (Σ of activations in sub-block j), the correction for the mins of Q4_K/Q5_K.
-int32_t mins_dot_bsums(const uint8_t* mins, const int16_t* bsums) {
-  int32_t sum = 0;
-  for (int j = 0; j < 8; ++j) sum += mins[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-  return sum;
+// K-quants follow llama.cpp's AVX2 kernels step for step, because its reference logits do: per
+// block, 8 exact int32 lanes (lane k holds the values at positions 4k..4k+3 of every 32-value run),
+// each lane accumulated in float across blocks with one fused multiply-add, then reduce_lanes. The
+// mins of Q4_K go to 4 float lanes (Q5_K: one float), added at the end. Any other float order
+// differs in the last bits, and in a deep enough stack such a bit flips a Q8_K activation that sits
+// on a rounding tie: Q5_K_M and Q6_K files once differed from llama.cpp by up to 7.7e-2 that way.
+
+// Adds Σ scale·q·x over one 32-value run to the lanes: scale_lo for values 0..15, scale_hi 16..31.
+void add_run_lanes(const uint8_t* q, const int8_t* x, int scale_lo, int scale_hi, int32_t lanes[8]) {
+  for (int k = 0; k < 8; ++k) {
+    int32_t s = 0;
+    for (int p = 4 * k; p < 4 * k + 4; ++p) s += q[p] * x[p];
+    lanes[k] += (k < 4 ? scale_lo : scale_hi) * s;
+  }
+}
+
+void accumulate_lanes(float d, const int32_t lanes[8], float acc[8]) {
+  for (int k = 0; k < 8; ++k) acc[k] = std::fma(d, static_cast<float>(lanes[k]), acc[k]);
+}
+
+// Σ_j m_j · (Σ of activations in sub-block j) as 4 partial sums: lane i covers sub-blocks 2i, 2i+1.
+void mins_lanes(const uint8_t* mins, const int16_t* bsums, int32_t out[4]) {
+  for (int i = 0; i < 4; ++i)
+    out[i] = mins[2 * i] * (bsums[4 * i] + bsums[4 * i + 1]) + mins[2 * i + 1] * (bsums[4 * i + 2] + bsums[4 * i + 3]);
+}
+
+// One 64-value chunk of Q4_K/Q5_K: 32 low-nibble values (with their fifth bits for Q5_K) then 32 high.
+void q45k_chunk(const uint8_t* qs, const uint8_t* qh, int chunk, uint8_t lo[32], uint8_t hi[32]) {
+  for (int l = 0; l < 32; ++l) {
+    lo[l] = static_cast<uint8_t>(qs[l] & 0xF);
+    hi[l] = static_cast<uint8_t>(qs[l] >> 4);
+    if (qh) {
+      lo[l] = static_cast<uint8_t>(lo[l] | (((qh[l] >> (2 * chunk)) & 1) << 4));
+      hi[l] = static_cast<uint8_t>(hi[l] | (((qh[l] >> (2 * chunk + 1)) & 1) << 4));
+    }
+  }
+}
+
+template <typename Block>
+void q45k_block_lanes(const Block& w, const uint8_t* qh, const BlockQ8_K& x, int32_t lanes[8], uint8_t m[8]) {
+  uint8_t sc[8];
+  for (int j = 0; j < 8; ++j) q4k_scale_min(j, w.scales, &sc[j], &m[j]);
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    uint8_t lo[32], hi[32];
+    q45k_chunk(w.qs + 32 * chunk, qh, chunk, lo, hi);
+    add_run_lanes(lo, x.qs + 64 * chunk, sc[2 * chunk], sc[2 * chunk], lanes);
+    add_run_lanes(hi, x.qs + 64 * chunk + 32, sc[2 * chunk + 1], sc[2 * chunk + 1], lanes);
+  }
 }
 
 float dot_q4_K_q8_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float sum = 0.0f;
+  float acc[8] = {}, acc_m[4] = {};
   for (int64_t b = 0; b < n_blocks; ++b) {
-    uint8_t sc[8], m[8];
-    for (int j = 0; j < 8; ++j) q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
-    int32_t sumi = 0;
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      int32_t s1 = 0, s2 = 0;
-      for (int l = 0; l < 32; ++l) {
-        s1 += (w[b].qs[32 * chunk + l] & 0xF) * x[b].qs[64 * chunk + l];
-        s2 += (w[b].qs[32 * chunk + l] >> 4) * x[b].qs[64 * chunk + 32 + l];
-      }
-      sumi += sc[2 * chunk] * s1 + sc[2 * chunk + 1] * s2;
-    }
-    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
-    sum += d * static_cast<float>(sumi) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
+    int32_t lanes[8] = {}, mins[4];
+    uint8_t m[8];
+    q45k_block_lanes(w[b], nullptr, x[b], lanes, m);
+    accumulate_lanes(x[b].d * f16_to_f32(w[b].d), lanes, acc);
+    mins_lanes(m, x[b].bsums, mins);
+    const float dmin = -x[b].d * f16_to_f32(w[b].dmin);
+    for (int i = 0; i < 4; ++i) acc_m[i] = std::fma(dmin, static_cast<float>(mins[i]), acc_m[i]);
   }
-  return sum;
+  return reduce_lanes(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
 }
 
 float dot_q5_K_q8_K(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float sum = 0.0f;
+  float acc[8] = {}, summs = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
-    uint8_t sc[8], m[8];
-    for (int j = 0; j < 8; ++j) q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
-    int32_t sumi = 0;
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      int32_t s1 = 0, s2 = 0;
-      for (int l = 0; l < 32; ++l) {
-        const int q1 = (w[b].qs[32 * chunk + l] & 0xF) | (((w[b].qh[l] >> (2 * chunk)) & 1) << 4);
-        const int q2 = (w[b].qs[32 * chunk + l] >> 4) | (((w[b].qh[l] >> (2 * chunk + 1)) & 1) << 4);
-        s1 += q1 * x[b].qs[64 * chunk + l];
-        s2 += q2 * x[b].qs[64 * chunk + 32 + l];
-      }
-      sumi += sc[2 * chunk] * s1 + sc[2 * chunk + 1] * s2;
-    }
-    const float d = x[b].d * f16_to_f32(w[b].d), dmin = x[b].d * f16_to_f32(w[b].dmin);
-    sum += d * static_cast<float>(sumi) - dmin * static_cast<float>(mins_dot_bsums(m, x[b].bsums));
+    int32_t lanes[8] = {}, mins[4];
+    uint8_t m[8];
+    q45k_block_lanes(w[b], w[b].qh, x[b], lanes, m);
+    accumulate_lanes(x[b].d * f16_to_f32(w[b].d), lanes, acc);
+    mins_lanes(m, x[b].bsums, mins);
+    const float dmin = -x[b].d * f16_to_f32(w[b].dmin);
+    summs = std::fma(dmin, static_cast<float>(mins[0] + mins[1] + mins[2] + mins[3]), summs);
   }
-  return sum;
+  return reduce_lanes(acc) + summs;
 }
 
+// Q6_K: q used unsigned [0, 63]; lane k then subtracts 32·(scale·Σx) of sub-blocks 2k and 2k+1.
 float dot_q6_K_q8_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float sum = 0.0f;
+  float acc[8] = {};
   for (int64_t b = 0; b < n_blocks; ++b) {
-    int32_t group[16] = {};  // Σ q·x over each group of 16 values, q signed
+    int32_t lanes[8] = {};
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = w[b].ql + 64 * half;
       const uint8_t* qh = w[b].qh + 32 * half;
-      const int8_t* xq = x[b].qs + 128 * half;
+      const int8_t* sc = w[b].scales + 8 * half;
+      uint8_t q[4][32];
       for (int l = 0; l < 32; ++l) {
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        group[8 * half + l / 16] += q1 * xq[l];
-        group[8 * half + 2 + l / 16] += q2 * xq[l + 32];
-        group[8 * half + 4 + l / 16] += q3 * xq[l + 64];
-        group[8 * half + 6 + l / 16] += q4 * xq[l + 96];
+        q[0][l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+        q[1][l] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+        q[2][l] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        q[3][l] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
       }
+      for (int run = 0; run < 4; ++run)
+        add_run_lanes(q[run], x[b].qs + 128 * half + 32 * run, sc[2 * run], sc[2 * run + 1], lanes);
     }
-    int32_t sumi = 0;
-    for (int g = 0; g < 16; ++g) sumi += w[b].scales[g] * group[g];
-    sum += x[b].d * f16_to_f32(w[b].d) * static_cast<float>(sumi);
+    for (int k = 0; k < 8; ++k)
+      lanes[k] -= 32 * (x[b].bsums[2 * k] * w[b].scales[2 * k] + x[b].bsums[2 * k + 1] * w[b].scales[2 * k + 1]);
+    accumulate_lanes(x[b].d * f16_to_f32(w[b].d), lanes, acc);
   }
-  return sum;
+  return reduce_lanes(acc);
 }
 
 }  // namespace
