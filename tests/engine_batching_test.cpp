@@ -1,5 +1,5 @@
 // Continuous batching on real models: batch invariance bit for bit (alone vs among 31 others,
-// prefix caching on/off, any chunk size, after preemption), KV memory accounting and leaks,
+// prefix caching on/off, any chunk size, after preemption; f32 and f16 KV caches), KV memory accounting and leaks,
 // and prefix caching computing only new tokens.
 #include <gtest/gtest.h>
 
@@ -35,11 +35,17 @@ RequestOptions options_for(int variant, int32_t max_tokens) {
   return o;
 }
 
-class BatchInvariance : public testing::TestWithParam<const char*> {};
+// One model with one KV cache type (the f16 cache must be batch invariant bit for bit too).
+struct BatchCase {
+  const char* model;
+  KvType kv_type;
+};
+
+class BatchInvariance : public testing::TestWithParam<BatchCase> {};
 
 TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreemption) {
   NUCLEUS_REQUIRE_SHARED();
-  auto loaded = load_model(ModelSource{test::shared_path(GetParam()), "", {}});
+  auto loaded = load_model(ModelSource{test::shared_path(GetParam().model), "", {}});
   Model& model = *loaded.model;
   const int64_t n_vocab = model.hparams().n_vocab;
   const int n_requests = 32;
@@ -54,6 +60,7 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
   EngineConfig alone_config;
   alone_config.n_threads = 2;
   alone_config.num_blocks = 16;
+  alone_config.kv_type = GetParam().kv_type;
   std::vector<Result> alone;
   for (int i : {0, 1}) alone.push_back(test::run_engine(model, alone_config, {prompts[i]}, {options[i]})[0]);
 
@@ -75,6 +82,7 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
     config.max_num_batched_tokens = v.max_batched_tokens;
     config.enable_prefix_caching = v.prefix_caching;
     config.num_blocks = v.num_blocks;
+    config.kv_type = GetParam().kv_type;
     EngineStats stats;
     std::vector<Result> together = test::run_engine(model, config, prompts, options, &stats);
     for (int i : {0, 1}) expect_identical(alone[static_cast<size_t>(i)], together[static_cast<size_t>(i)], v.name);
@@ -89,15 +97,22 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedModels, BatchInvariance,
-                         testing::Values("models/stories260K.gguf", "models/test/llama-spm-q4_0.gguf",
-                                         "models/test/qwen2-f16.gguf",
-                                         // every architecture family (sliding windows, MoE, KV sharing, ...)
-                                         "models/arch/llama31.gguf", "models/arch/mixtral.gguf", "models/arch/qwen3.gguf",
-                                         "models/arch/qwen3moe.gguf", "models/arch/phi3.gguf", "models/arch/gemma2.gguf",
-                                         "models/arch/gemma3.gguf", "models/arch/gemma4.gguf"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+const BatchCase kBatchCases[] = {
+    {"models/stories260K.gguf", KvType::f32}, {"models/test/llama-spm-q4_0.gguf", KvType::f32},
+    {"models/test/qwen2-f16.gguf", KvType::f32},
+    // every architecture family (sliding windows, MoE, KV sharing, ...)
+    {"models/arch/llama31.gguf", KvType::f32}, {"models/arch/mixtral.gguf", KvType::f32},
+    {"models/arch/qwen3.gguf", KvType::f32}, {"models/arch/qwen3moe.gguf", KvType::f32},
+    {"models/arch/phi3.gguf", KvType::f32}, {"models/arch/gemma2.gguf", KvType::f32},
+    {"models/arch/gemma3.gguf", KvType::f32}, {"models/arch/gemma4.gguf", KvType::f32},
+    // the f16 KV cache (--kv-type f16)
+    {"models/stories260K.gguf", KvType::f16}, {"models/test/qwen2-f16.gguf", KvType::f16},
+};
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, BatchInvariance, testing::ValuesIn(kBatchCases),
+                         [](const testing::TestParamInfo<BatchCase>& info) {
+                           std::string n = info.param.model;
+                           n += info.param.kv_type == KvType::f16 ? "_kv_f16" : "";
                            for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
                          });

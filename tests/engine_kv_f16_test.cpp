@@ -1,6 +1,6 @@
 // The f16 KV cache (--kv-type f16): logits stay within a measured distance of the f32 cache and
 // greedy decoding agrees wherever the margin is larger than that; batch invariance holds bit for
-// bit as with f32; the same byte budget buys twice the blocks; a bad --kv-type is one clear line.
+// bit as with f32 (BatchInvariance in engine_batching_test.cpp runs with it); the same byte budget buys twice the blocks; a bad --kv-type is one clear line.
 // (Kernel-level checks of attention_f16 are in ops_test.cpp.)
 #include <gtest/gtest.h>
 
@@ -20,13 +20,6 @@
 
 namespace nucleus {
 namespace {
-
-std::string name_of(const testing::TestParamInfo<const char*>& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
 
 // Logits of every position of `tokens` (teacher forced), one forward over a contiguous cache.
 std::vector<float> teacher_forced_logits(Model& model, const std::vector<int32_t>& tokens, KvType type) {
@@ -132,71 +125,6 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, KvF16Logits, testing::ValuesIn(kTolerance
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
                          });
-
-using Result = test::EngineResult;
-using test::expect_identical;
-using test::random_prompt;
-
-class KvF16BatchInvariance : public testing::TestWithParam<const char*> {};
-
-TEST_P(KvF16BatchInvariance, AloneEqualsAmongOthersAtAnyChunkSizeCachingAndPreemption) {
-  NUCLEUS_REQUIRE_SHARED();
-  auto loaded = load_model(ModelSource{test::shared_path(GetParam()), "", {}});
-  Model& model = *loaded.model;
-  const int64_t n_vocab = model.hparams().n_vocab;
-  const int n_requests = 8;
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<RequestOptions> options;
-  for (int i = 0; i < n_requests; ++i) {
-    prompts.push_back(random_prompt(static_cast<uint64_t>(i) + 500, 5 + (i * 37) % 90, n_vocab));
-    RequestOptions o;
-    o.return_logits = true;
-    o.stop.max_tokens = 6 + i % 7;
-    o.stop.ignore_eos = true;
-    if (i % 2 == 0) {
-      o.sampling.temperature = 0.0f;
-    } else {
-      o.sampling.temperature = 0.9f;
-      o.sampling.top_p = 0.9f;
-      o.sampling.seed = 2000 + static_cast<uint64_t>(i);
-    }
-    options.push_back(o);
-  }
-  EngineConfig base;
-  base.n_threads = 2;
-  base.num_blocks = 128;
-  base.kv_type = KvType::f16;
-  std::vector<Result> alone;
-  for (int i = 0; i < n_requests; ++i) alone.push_back(test::run_engine(model, base, {prompts[static_cast<size_t>(i)]}, {options[static_cast<size_t>(i)]})[0]);
-
-  struct Variant {
-    const char* name;
-    int64_t max_batched_tokens;
-    bool prefix_caching;
-    int64_t num_blocks;
-  };
-  const Variant variants[] = {
-      {"batched, budget 512, caching on", 512, true, 128},
-      {"batched, budget 7 (tiny chunks), caching off", 7, false, 128},
-      {"batched, pool of 10 blocks (forces preemption)", 256, true, 10},
-  };
-  for (const Variant& v : variants) {
-    EngineConfig config = base;
-    config.max_num_batched_tokens = v.max_batched_tokens;
-    config.enable_prefix_caching = v.prefix_caching;
-    config.num_blocks = v.num_blocks;
-    EngineStats stats;
-    const std::vector<Result> together = test::run_engine(model, config, prompts, options, &stats);
-    for (int i = 0; i < n_requests; ++i)
-      expect_identical(alone[static_cast<size_t>(i)], together[static_cast<size_t>(i)], std::string(v.name) + ", request " + std::to_string(i));
-    if (v.num_blocks == 10) {
-      EXPECT_GT(stats.preemptions, 0) << "the small pool should have forced preemption";
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(SharedModels, KvF16BatchInvariance,
-                         testing::Values("models/stories260K.gguf", "models/test/qwen2-f16.gguf"), name_of);
 
 TEST(KvF16Memory, TheSameByteBudgetBuysTwiceTheBlocks) {
   NUCLEUS_REQUIRE_SHARED();

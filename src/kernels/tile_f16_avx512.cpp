@@ -7,6 +7,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/dot.h"
+#include "kernels/horizontal_sum_x86.h"
 #include "kernels/tile_f16.h"
 
 #define NUCLEUS_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
@@ -15,15 +16,10 @@ namespace nucleus {
 
 namespace {
 
-// The same reduction as dot_x86.inc's horizontal_sum(acc0 + acc1).
+// acc0 + acc1 of dot_x86.inc's two 8-lane accumulators, then the same reduction.
 NUCLEUS_AVX512 inline float reduce_halves(__m512 acc) {
-  const __m256 lo = _mm512_castps512_ps256(acc);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-  __m256 v = _mm256_add_ps(lo, hi);
-  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
-  a = _mm_add_ss(a, _mm_movehdup_ps(a));
-  return _mm_cvtss_f32(a);
+  return horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi));
 }
 
 // R rows × N tokens; rows past n_rows repeat the last one (computed, not stored).
