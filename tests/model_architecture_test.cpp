@@ -6,14 +6,18 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/sequence_runner.h"
+#include "model/synthetic_model.h"
 #include "test_helpers.h"
 
 namespace nucleus {
@@ -258,6 +262,55 @@ TEST(ModelDescription, LayerPrefixSharesTheWeightsAndRunsTheFirstLayers) {
     for (float v : a) ASSERT_TRUE(std::isfinite(v)) << name;
     EXPECT_GT(max_difference(a, logits_of(*model, tokens)), 1e-3) << name;  // not the full model
   }
+}
+
+}  // namespace
+}  // namespace nucleus
+
+namespace nucleus {
+namespace {
+
+// `nucleus synth` writes the benchmark shapes of the architecture issue: a Mixtral-style MoE and a
+// Gemma-3-style model whose local layers slide. The loader must accept every tensor it writes.
+TEST(SyntheticShapes, MixtralAndGemma3FilesLoadWithTheirFeaturesAndRun) {
+  NUCLEUS_REQUIRE_SHARED();
+  const auto tmp = std::filesystem::temp_directory_path() / ("nucleus_synth_shapes_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  const std::string dir = tmp.string();
+  SyntheticModelSpec moe;
+  moe.vocab_path = test::shared_path("models/stories260K.gguf");
+  moe.dim = 256, moe.layers = 2, moe.heads = 4, moe.kv_heads = 2, moe.ffn = 256, moe.experts = 4, moe.experts_used = 2;
+  moe.type = GgmlType::Q4_0;
+  SyntheticModelSpec gemma = moe;
+  gemma.arch = "gemma3", gemma.experts = 0, gemma.layers = 6, gemma.window = 8;
+  write_synthetic_model(moe, dir + "/moe.gguf", 2);
+  write_synthetic_model(gemma, dir + "/gemma3.gguf", 2);
+
+  auto m = Model::load(GgufFile::open(dir + "/moe.gguf"));
+  for (const LayerSpec& l : m->hparams().layers) {
+    EXPECT_EQ(l.n_expert, 4);
+    EXPECT_EQ(l.n_expert_used, 2);
+  }
+  auto g = Model::load(GgufFile::open(dir + "/gemma3.gguf"));
+  EXPECT_EQ(g->hparams().arch, Architecture::Gemma3);
+  int sliding = 0;
+  for (const LayerSpec& l : g->hparams().layers) sliding += l.sliding_window == 8;
+  EXPECT_EQ(sliding, 5) << "5 local layers : 1 global";
+  for (Model* model : {m.get(), g.get()}) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 20; ++i) tokens.push_back(1 + (i * 53) % 500);
+    SequenceRunner runner(*model, static_cast<int64_t>(tokens.size()), 2);
+    const std::vector<float>& logits = runner.feed(tokens, /*all_logits=*/false);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  }
+  EXPECT_THROW(
+      [&] {
+        SyntheticModelSpec bad = gemma;
+        bad.experts = 4;
+        write_synthetic_model(bad, dir + "/bad.gguf", 2);
+      }(),
+      Error);
+  std::filesystem::remove_all(tmp);
 }
 
 }  // namespace

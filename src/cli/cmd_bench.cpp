@@ -24,6 +24,7 @@ namespace {
 struct BenchOptions {
   ModelSource source;
   std::string prompts = "512", gens = "128";
+  int64_t depth = 0;  // tokens already in the KV cache before each test (llama-bench's -d)
   int n_threads = 0;
   int repetitions = 5;
   bool json = false;
@@ -68,9 +69,11 @@ double stddev(const std::vector<double>& v) {
   return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
-// One run: a prompt of n_prompt random tokens in one forward step, then n_gen single-token steps.
-double run_once(Model& model, int64_t n_prompt, int64_t n_gen, int n_threads, uint64_t seed, TestResult* record) {
-  SequenceRunner runner(model, std::max<int64_t>(1, n_prompt + n_gen), n_threads);
+// One run: `depth` random tokens fed untimed (the context already there), then a prompt of
+// n_prompt random tokens in one forward step, then n_gen single-token steps.
+double run_once(Model& model, int64_t depth, int64_t n_prompt, int64_t n_gen, int n_threads, uint64_t seed,
+                TestResult* record) {
+  SequenceRunner runner(model, std::max<int64_t>(1, depth + n_prompt + n_gen), n_threads);
   const int64_t n_vocab = model.hparams().n_vocab;
   auto random_token = [&](uint64_t i) { return static_cast<int32_t>(splitmix64(seed + i) % static_cast<uint64_t>(n_vocab)); };
   double total = 0.0;
@@ -90,6 +93,11 @@ double run_once(Model& model, int64_t n_prompt, int64_t n_gen, int n_threads, ui
                                {"kv_bytes", c.kv_bytes}, {"seconds", s}});
     }
   };
+  if (depth > 0) {
+    std::vector<int32_t> context(static_cast<size_t>(depth));
+    for (int64_t i = 0; i < depth; ++i) context[static_cast<size_t>(i)] = random_token(static_cast<uint64_t>(2000000 + i));
+    runner.feed(context);
+  }
   if (n_prompt > 0) {
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (int64_t i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = random_token(static_cast<uint64_t>(i));
@@ -125,15 +133,15 @@ int run_bench(const BenchOptions& options) {
                 options.source.model_path.c_str(), static_cast<double>(model.weight_bytes()) / 1048576.0,
                 model.weights_moved() ? "packed / huge-page copies" : "read from the file", isa_name(model.kernels().isa),
                 n_threads, peak.read_gb_per_s, peak.gflop_per_s);
-  if (!options.json) std::printf("%-8s %14s %10s %10s %8s %8s\n", "test", "t/s", "GB/s", "GFLOP/s", "%bw", "%fma");
+  if (!options.json) std::printf("%-14s %14s %10s %10s %8s %8s\n", "test", "t/s", "GB/s", "GFLOP/s", "%bw", "%fma");
   for (const auto& [n_prompt, n_gen] : tests) {
     TestResult result;
     result.n_prompt = n_prompt;
     result.n_gen = n_gen;
-    run_once(model, n_prompt, n_gen, n_threads, 12345, nullptr);  // warm-up
+    run_once(model, options.depth, n_prompt, n_gen, n_threads, 12345, nullptr);  // warm-up
     for (int r = 0; r < reps; ++r) {
       TestResult* record = r + 1 == reps ? &result : nullptr;
-      result.seconds.push_back(run_once(model, n_prompt, n_gen, n_threads, 777 + static_cast<uint64_t>(r), record));
+      result.seconds.push_back(run_once(model, options.depth, n_prompt, n_gen, n_threads, 777 + static_cast<uint64_t>(r), record));
     }
     const double n_tokens = static_cast<double>(n_prompt + n_gen);
     std::vector<double> ts;
@@ -141,12 +149,14 @@ int run_bench(const BenchOptions& options) {
     const double last = result.seconds.back();
     const double gb_per_s = (result.cost.weight_bytes + result.cost.kv_bytes) / last / 1e9;
     const double gflop_per_s = result.cost.flops / last / 1e9;
-    const std::string name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+    const std::string name = (n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen)) +
+                             (options.depth > 0 ? " @ d" + std::to_string(options.depth) : "");
     nlohmann::json row = {{"model_filename", options.source.model_path},
                           {"model_size", model.weight_bytes()},
                           {"n_threads", n_threads},
                           {"n_prompt", n_prompt},
                           {"n_gen", n_gen},
+                          {"n_depth", options.depth},
                           {"test", name},
                           {"avg_ts", mean(ts)},
                           {"stddev_ts", stddev(ts)},
@@ -163,7 +173,7 @@ int run_bench(const BenchOptions& options) {
     results.push_back(row);
     traces[name] = result.trace;
     if (!options.json)
-      std::printf("%-8s %8.2f ± %-5.2f %10.2f %10.2f %7.1f%% %7.1f%%\n", name.c_str(), mean(ts), stddev(ts), gb_per_s,
+      std::printf("%-14s %8.2f ± %-5.2f %10.2f %10.2f %7.1f%% %7.1f%%\n", name.c_str(), mean(ts), stddev(ts), gb_per_s,
                   gflop_per_s, 100.0 * gb_per_s / peak.read_gb_per_s, 100.0 * gflop_per_s / peak.gflop_per_s);
     std::fflush(stdout);
   }
@@ -198,6 +208,8 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-gen", options->gens, "generation lengths, comma-separated (0 = none)");
   cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repetitions", options->repetitions, "repetitions per test")->check(CLI::PositiveNumber);
+  cmd->add_option("-d,--n-depth", options->depth, "tokens already in the KV cache before each test (untimed)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", options->json, "print a JSON array (llama-bench field names plus ours)");
   cmd->add_option("--trace", options->trace_path, "write every forward step (tokens, FLOPs, bytes, seconds) as JSON");
   return [options, chosen] { return *chosen ? (*chosen)() : run_bench(*options); };

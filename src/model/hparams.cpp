@@ -31,6 +31,7 @@ HParams HParams::from_gguf(const GgufFile& file, int64_t n_ctx) {
     throw Error(file.path() + ": unsupported architecture '" + hp.arch_name + "' (supported: " +
                 supported_architecture_names() + ")");
   if (n_ctx < 0) throw Error(file.path() + ": context size must be positive");
+  hp.arch = family->arch;
   hp.n_ctx = n_ctx;  // phi3 chooses its rope factors by it
   ArchKeys keys(file, hp.arch_name);
   family->describe(file, keys, hp);

@@ -32,7 +32,11 @@ void fill_row(float* out, int64_t n, uint64_t tensor_key, int64_t row, float sca
 }  // namespace
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads) {
-  if (spec.arch != "llama" && spec.arch != "qwen2") throw Error("synth: --arch must be llama or qwen2, not '" + spec.arch + "'");
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "gemma3")
+    throw Error("synth: --arch must be llama, qwen2 or gemma3, not '" + spec.arch + "'");
+  if (spec.experts > 0 && (spec.arch != "llama" || spec.experts_used < 1 || spec.experts_used > spec.experts))
+    throw Error("synth: --experts needs --arch llama and 1 <= --experts-used <= --experts");
+  const bool gemma = spec.arch == "gemma3";
   if (spec.dim <= 0 || spec.layers <= 0 || spec.heads <= 0 || spec.kv_heads <= 0 || spec.ffn <= 0 ||
       spec.dim % spec.heads != 0 || spec.heads % spec.kv_heads != 0 || (spec.dim / spec.heads) % 2 != 0)
     throw Error("synth: inconsistent shape (dim must divide by heads into an even head size, heads by kv-heads)");
@@ -57,12 +61,24 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   writer.set(p + "attention.head_count_kv", MetaValue::u32(static_cast<uint32_t>(spec.kv_heads)));
   writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-5f));
   writer.set(p + "rope.dimension_count", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
-  writer.set(p + "rope.freq_base", MetaValue::f32(spec.arch == "qwen2" ? 1e6f : 10000.0f));
+  writer.set(p + "rope.freq_base", MetaValue::f32(spec.arch == "qwen2" || gemma ? 1e6f : 10000.0f));
+  if (gemma) {
+    writer.set(p + "attention.sliding_window", MetaValue::u32(static_cast<uint32_t>(spec.window)));
+    writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
+  }
+  if (spec.experts > 0) {
+    writer.set(p + "expert_count", MetaValue::u32(static_cast<uint32_t>(spec.experts)));
+    writer.set(p + "expert_used_count", MetaValue::u32(static_cast<uint32_t>(spec.experts_used)));
+  }
   for (const auto& [key, value] : vocab->metadata())
     if (key.rfind("tokenizer.", 0) == 0) writer.set(key, value);
 
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers;
-  auto add = [&](const std::string& name, GgmlType type, int64_t cols, int64_t rows, float scale, float constant) {
+  // A matrix of `rows` × `cols`, or `stack` of them as one 3-D tensor (experts).
+  auto add = [&](const std::string& name, GgmlType type, int64_t cols, int64_t rows, float scale, float constant,
+                 int64_t stack = 1) {
+    const int64_t matrix_rows = rows;
+    rows *= stack;
     const size_t row_bytes = ggml_row_size(type, cols);
     auto data = std::make_unique<std::vector<uint8_t>>(row_bytes * static_cast<size_t>(rows));
     const uint64_t key = hash_name(name, spec.seed);
@@ -78,6 +94,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
       }
     }
     std::vector<int64_t> ne = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+    if (stack > 1) ne = {cols, matrix_rows, stack};
     writer.add_tensor(name, type, ne, data->data(), data->size());
     buffers.push_back(std::move(data));
   };
@@ -99,7 +116,21 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
       add(b + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
     }
     add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+    if (gemma) {
+      const int64_t head_dim = spec.dim / spec.heads;
+      add(b + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+      add(b + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+      add(b + "post_attention_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+      add(b + "post_ffw_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+    }
     add(b + "ffn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+    if (spec.experts > 0) {
+      add(b + "ffn_gate_inp.weight", GgmlType::F32, spec.dim, spec.experts, scale_for(spec.dim), 0.0f);
+      add(b + "ffn_gate_exps.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f, spec.experts);
+      add(b + "ffn_up_exps.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f, spec.experts);
+      add(b + "ffn_down_exps.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f, spec.experts);
+      continue;
+    }
     add(b + "ffn_gate.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
     add(b + "ffn_up.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
     add(b + "ffn_down.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f);
