@@ -38,7 +38,14 @@ TEST_P(SharedVocabTest, TokenCasesMatchOutFileByteForByte) {
   const std::string path = vocab_file(GetParam());
   const Tokenizer& tokenizer = shared_tokenizer(path);
   const std::string expected = read_file(shared_path(path + ".out"));
-  const std::string actual = format_token_cases(tokenizer, read_file(shared_path(path + ".inp")));
+  std::string actual = format_token_cases(tokenizer, read_file(shared_path(path + ".inp")));
+  // Newer llama.cpp writes the ids without the leading space of each line (qwen35's file).
+  if (expected.rfind(' ', 0) != 0) {
+    std::string trimmed;
+    for (size_t i = 0; i < actual.size(); ++i)
+      if (!(actual[i] == ' ' && (i == 0 || actual[i - 1] == '\n'))) trimmed += actual[i];
+    actual = trimmed;
+  }
   if (actual == expected) return;
   // Report the first differing case, not two 2 kB strings.
   const std::vector<std::string> cases = split_token_cases(read_file(shared_path(path + ".inp")));
@@ -60,7 +67,7 @@ TEST_P(SharedVocabTest, DecodingEachCaseGivesBackItsText) {
   const std::string path = vocab_file(GetParam());
   const Tokenizer& tokenizer = shared_tokenizer(path);
   const std::vector<std::string> cases = split_token_cases(read_file(shared_path(path + ".inp")));
-  ASSERT_EQ(cases.size(), 46u);
+  ASSERT_EQ(cases.size(), GetParam() == std::string("qwen35") ? 50u : 46u);  // llama.cpp's test texts
   for (const std::string& text : cases) {
     const std::vector<int32_t> ids = tokenizer.encode(text, false, false);
     EXPECT_EQ(tokenizer.decode(ids, false, /*strip_space_prefix=*/true), text);
@@ -70,7 +77,7 @@ TEST_P(SharedVocabTest, DecodingEachCaseGivesBackItsText) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSharedVocabularies, SharedVocabTest,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2"),
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2", "qwen35"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = (c == '-') ? '_' : c;

@@ -1,5 +1,7 @@
 #include "model/sequence_runner.h"
 
+#include "core/common_prefix.h"
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -44,9 +46,7 @@ void SequenceRunner::truncate(int64_t n_past) {
 }
 
 int64_t SequenceRunner::keep_common_prefix(std::span<const int32_t> tokens, int64_t max_keep) {
-  const int64_t limit = std::min({max_keep, n_past(), static_cast<int64_t>(tokens.size())});
-  int64_t common = 0;
-  while (common < limit && cached_tokens_[static_cast<size_t>(common)] == tokens[static_cast<size_t>(common)]) ++common;
+  const int64_t common = common_prefix_length(cached_tokens_, tokens, max_keep);
   truncate(common);
   return common;
 }

@@ -1,5 +1,7 @@
 #include "speculative/draft_batch.h"
 
+#include "core/common_prefix.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -108,9 +110,7 @@ void DraftBatch::propose_locked(std::span<const Job> jobs) {
     if (request.num_draft_tokens <= 0 || request.tokens.empty()) continue;
     Sequence& s = sequences_.at(static_cast<size_t>(job.sequence));
     const auto n = static_cast<int64_t>(request.tokens.size());
-    int64_t kept = 0;
-    const int64_t limit = std::min(n - 1, static_cast<int64_t>(s.cached.size()));
-    while (kept < limit && s.cached[static_cast<size_t>(kept)] == request.tokens[static_cast<size_t>(kept)]) ++kept;
+    const int64_t kept = common_prefix_length(s.cached, request.tokens, n - 1);
     truncate(s, kept);
     reserve(s, n);
     const auto seq = static_cast<int32_t>(batch.block_tables.size());

@@ -26,6 +26,10 @@ constexpr const char* kLlama3 = NUCLEUS_CONTRACTIONS
 constexpr const char* kQwen2 = NUCLEUS_CONTRACTIONS
     R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen 3.5: Qwen2's pattern, with combining marks (\p{M}) kept inside words.
+constexpr const char* kQwen35 = NUCLEUS_CONTRACTIONS
+    R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // GPT-4o (o200k): words are an optional leading non-letter, upper-case letters then lower-case ones
 // (or the reverse), with a contraction suffix; marks (\p{M}) stay with their letters.
 constexpr const char* kGpt4o =
@@ -84,6 +88,7 @@ const Family kFamilies[] = {
      {.ignore_merges = true, .add_bos = true}},
     {{"dbrx", "smaug-bpe"}, {kLlama3}, {}},
     {{"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan"}, {kQwen2}, {}},
+    {{"qwen35"}, {kQwen35}, {}},
     {{"deepseek-llm"}, {R"([\r\n])", kDeepseekLetters, kDeepseekPunctuation, R"(\s+$)", kDeepseekCjk, R"(\p{N}+)"}, {}},
     {{"deepseek-coder"}, {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepseekCjk, R"(\p{N})"}, {}},
     {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}, {}},
