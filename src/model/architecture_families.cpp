@@ -99,6 +99,16 @@ void describe_llama(const GgufFile& file, ArchKeys& keys, HParams& hp) {
     hp.layers[static_cast<size_t>(il)].qkv_bias = file.find_tensor("blk." + std::to_string(il) + ".attn_q.bias") != nullptr;
 }
 
+// NEOX rope over n_rot (default: the head size) with the family's base and optional linear scaling.
+RopeSpec read_neox_rope(ArchKeys& keys, int64_t head_dim) {
+  RopeSpec rope;
+  rope.neox = true;
+  rope.n_rot = keys.get_int("rope.dimension_count", head_dim);
+  rope.freq_base = static_cast<float>(keys.get_float("rope.freq_base", 10000.0));
+  read_rope_scaling(keys, rope);
+  return rope;
+}
+
 // qwen2: as llama with NEOX rope and q/k/v biases.
 void describe_qwen2(const GgufFile& file, ArchKeys& keys, HParams& hp) {
   read_common(keys, hp);
@@ -106,13 +116,8 @@ void describe_qwen2(const GgufFile& file, ArchKeys& keys, HParams& hp) {
   const int64_t head_dim = read_head_dim(keys, hp, n_head);
   uniform_layers(keys, hp, head_dim);
   for (LayerSpec& l : hp.layers) l.qkv_bias = true;
-  RopeSpec rope;
-  rope.neox = true;
-  rope.n_rot = keys.get_int("rope.dimension_count", head_dim);
-  rope.freq_base = static_cast<float>(keys.get_float("rope.freq_base", 10000.0));
-  read_rope_scaling(keys, rope);
   (void)file;
-  hp.ropes = {rope};
+  hp.ropes = {read_neox_rope(keys, head_dim)};
 }
 
 // qwen3 / qwen3moe: per-head QK RMS-norm before NEOX rope; head size from key_length; n_rot defaults
@@ -123,12 +128,7 @@ void describe_qwen3_common(ArchKeys& keys, HParams& hp, bool moe) {
   const int64_t head_dim = read_head_dim(keys, hp, n_head);
   uniform_layers(keys, hp, head_dim);
   for (LayerSpec& l : hp.layers) l.qk_norm = true;
-  RopeSpec rope;
-  rope.neox = true;
-  rope.n_rot = keys.get_int("rope.dimension_count", head_dim);
-  rope.freq_base = static_cast<float>(keys.get_float("rope.freq_base", 10000.0));
-  read_rope_scaling(keys, rope);
-  hp.ropes = {rope};
+  hp.ropes = {read_neox_rope(keys, head_dim)};
   if (moe) {
     const int64_t n_used = keys.get_int("expert_used_count", 0);
     int64_t n_ff_expert = keys.get_int("expert_feed_forward_length", 0);
@@ -231,11 +231,7 @@ void describe_gemma3(const GgufFile&, ArchKeys& keys, HParams& hp) {
   hp.final_softcap = static_cast<float>(keys.get_float("final_logit_softcapping", 0.0));
   const int64_t window = keys.get_int("attention.sliding_window", 0);
   if (window < 0) keys.fail("attention.sliding_window", "must not be negative");
-  RopeSpec global;
-  global.neox = true;
-  global.n_rot = keys.get_int("rope.dimension_count", hp.layers[0].head_dim);
-  global.freq_base = static_cast<float>(keys.get_float("rope.freq_base", 10000.0));
-  read_rope_scaling(keys, global);
+  const RopeSpec global = read_neox_rope(keys, hp.layers[0].head_dim);
   RopeSpec local = global;
   local.freq_base = static_cast<float>(keys.get_float("rope.freq_base_swa", 10000.0));
   local.freq_scale = 1.0f;
