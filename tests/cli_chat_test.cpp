@@ -18,27 +18,11 @@
 namespace nucleus {
 namespace {
 
+using test::CommandResult;
+using test::run_shell;
 using test::shared_path;
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-struct ShellResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs a shell script and captures its stdout (the scripts below send nucleus's streams to files).
-ShellResult run_shell(const std::string& script) {
-  ShellResult result;
-  FILE* pipe = ::popen(script.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed");
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // A scratch directory for one test's files, removed afterwards.
 class ScratchDir {
@@ -89,7 +73,7 @@ const std::string kEndWithin30s =
 TEST(CliChat, TwoPipedTurnsReuseTheCache) {
   NUCLEUS_REQUIRE_SHARED();
   ScratchDir dir;
-  const ShellResult r = run_shell("printf 'Hello there\\nAnd one more thing\\n' | " + chat_command("-n 12 --seed 7") +
+  const CommandResult r = run_shell("printf 'Hello there\\nAnd one more thing\\n' | " + chat_command("-n 12 --seed 7") +
                                   " >" + dir.file("out") + " 2>" + dir.file("err") + "; echo $?");
   const std::string out = test::read_file(dir.file("out"));
   const std::string err = test::read_file(dir.file("err"));
@@ -137,7 +121,7 @@ TEST(CliChat, CtrlCStopsTheAnswerNotTheProgram) {
       "kill -INT $pid; "
       "i=0; while ! grep -q interrupted " + err + " && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; "
       "printf 'Go on\\n' >&3; exec 3>&-; " + kEndWithin30s;
-  const ShellResult r = run_shell(script);
+  const CommandResult r = run_shell(script);
   const std::string errors = test::read_file(err);
   EXPECT_EQ(r.out, "0\n") << errors;
   const std::vector<TurnStats> turns = stats_lines(errors);
@@ -156,7 +140,7 @@ TEST(CliChat, CtrlCAtThePromptEndsTheChat) {
       " & pid=$!; exec 3>" + fifo + "; printf 'Hello\\n' >&3; "
       "i=0; while ! grep -q decode: " + err + " && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; "
       "kill -INT $pid; " + kEndWithin30s + "; exec 3>&-";
-  const ShellResult r = run_shell(script);
+  const CommandResult r = run_shell(script);
   const std::string errors = test::read_file(err);
   EXPECT_EQ(r.out, "0\n") << errors;
   EXPECT_EQ(stats_lines(errors).size(), 1u) << errors;
@@ -165,7 +149,7 @@ TEST(CliChat, CtrlCAtThePromptEndsTheChat) {
 TEST(CliChat, EmptyInputEndsAtOnce) {
   NUCLEUS_REQUIRE_SHARED();
   ScratchDir dir;
-  const ShellResult r =
+  const CommandResult r =
       run_shell("printf '\\n  \\n' | " + chat_command("") + " >" + dir.file("out") + " 2>" + dir.file("err") + "; echo $?");
   EXPECT_EQ(r.out, "0\n");
   EXPECT_TRUE(stats_lines(test::read_file(dir.file("err"))).empty());  // blank lines are not messages
@@ -183,7 +167,7 @@ TEST(CliChat, ModelWithoutTemplateSuggestsTheFlag) {
 TEST(CliChat, TemplateOverrideRunsAModelWithoutOne) {
   NUCLEUS_REQUIRE_SHARED();
   ScratchDir dir;
-  const ShellResult r = run_shell("printf 'Once upon a time\\n' | " + quote(test::nucleus_binary()) + " chat -m " +
+  const CommandResult r = run_shell("printf 'Once upon a time\\n' | " + quote(test::nucleus_binary()) + " chat -m " +
                                   quote(shared_path("models/stories260K.gguf")) +
                                   " --chat-template zephyr -n 6 --seed 1 >" + dir.file("out") + " 2>" +
                                   dir.file("err") + "; echo $?");

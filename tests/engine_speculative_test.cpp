@@ -76,7 +76,7 @@ class Models {
       // Every draft-model request drafts in one DraftBatch, as `nucleus generate` and the
       // server set it up: the engine then drafts for all of them in shared passes.
       case Kind::draft: return std::make_shared<DraftModelProposer>(draft_batch_, job.sampling, "random-draft");
-      case Kind::self: return std::make_shared<SelfSpeculationProposer>(target(), 1, job.sampling, 1);
+      case Kind::self: return std::shared_ptr<Proposer>(make_self_speculation_proposer(target(), 1, job.sampling, 1));
       case Kind::plain: break;
     }
     return nullptr;

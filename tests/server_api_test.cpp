@@ -4,50 +4,21 @@
 #include <gtest/gtest.h>
 
 #include "server_test_harness.h"
+#include "tokenizer/unicode.h"
 
 namespace nucleus::test {
 namespace {
 
 using nlohmann::json;
 
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (int k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-class ServerApiTest : public ::testing::Test {
+class ServerApiTest : public TwoServersTest<ServerApiTest> {
  protected:
-  static void SetUpTestSuite() {
-    if (!shared_available()) return;
-    stories_ = new TestServer(shared_path("models/stories260K.gguf"));
-    qwen_ = new TestServer(shared_path("models/test/qwen2-f16.gguf"));
-  }
-  static void TearDownTestSuite() {
-    delete stories_;
-    delete qwen_;
-    stories_ = qwen_ = nullptr;
-  }
-  void SetUp() override { NUCLEUS_REQUIRE_SHARED(); }
-
   static json completion(int port, json body) {
     const HttpResult r = post_json(port, "/v1/completions", body);
     EXPECT_EQ(r.status, 200) << r.body;
     return r.json;
   }
-
-  static TestServer* stories_;
-  static TestServer* qwen_;
 };
-TestServer* ServerApiTest::stories_ = nullptr;
-TestServer* ServerApiTest::qwen_ = nullptr;
 
 TEST_F(ServerApiTest, CompletionHasOpenAIShapeAndExactUsage) {
   const json r = completion(stories_->port(), {{"model", "test-model"}, {"prompt", "Once upon a time"}, {"max_tokens", 20},
@@ -200,7 +171,7 @@ TEST_F(ServerApiTest, ChatStreamMatchesAndNeverSplitsUtf8) {
       const json& delta = chunk["choices"][0]["delta"];
       if (!delta.contains("content")) continue;
       const std::string piece = delta["content"];
-      EXPECT_TRUE(valid_utf8(piece));
+      EXPECT_TRUE(unicode::is_valid_utf8(piece));
       // A character split between two deltas would show up as U+FFFD in both halves and make the
       // concatenation differ from the non-streamed text (which the random-weight model may itself
       // fill with U+FFFD for byte tokens that never form a character).

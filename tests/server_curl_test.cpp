@@ -41,15 +41,11 @@ CurlResult curl(int port, const std::string& method, const std::string& path, co
     command += " -H 'Content-Type: application/json' --data-binary @" + body_path;
   }
   command += " 'http://127.0.0.1:" + std::to_string(port) + path + "'";
-  CurlResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed: " + command);
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.body.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const CommandResult run = run_shell(command);
   if (!body_path.empty()) std::remove(body_path.c_str());
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  CurlResult result;
+  result.exit_code = run.exit_code;
+  result.body = run.out;
   const size_t last_line = result.body.rfind('\n');
   if (last_line != std::string::npos) {
     result.status = std::atoi(result.body.c_str() + last_line + 1);
@@ -80,23 +76,18 @@ std::vector<json> sse_events(const std::string& body, bool* done) {
   return events;
 }
 
-class ServerCurlTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!shared_available()) return;
+class ServerCurlTest : public TwoServersTest<ServerCurlTest> {
+ public:
+  static server::ServerConfig config() {  // read by TwoServersTest
     server::ServerConfig config;
     config.api_key = "curl-key";
-    stories_ = new TestServer(shared_path("models/stories260K.gguf"), config);
-    qwen_ = new TestServer(shared_path("models/test/qwen2-f16.gguf"), config);
+    return config;
   }
-  static void TearDownTestSuite() {
-    delete stories_;
-    delete qwen_;
-    stories_ = qwen_ = nullptr;
-  }
+
+ protected:
   void SetUp() override {
     ASSERT_TRUE(curl_available()) << "the curl binary is required by this test (apt-get install curl)";
-    NUCLEUS_REQUIRE_SHARED();
+    TwoServersTest::SetUp();
   }
 
   static CurlResult post(TestServer* server, const std::string& path, const json& body, const std::string& extra = "") {
@@ -109,11 +100,7 @@ class ServerCurlTest : public ::testing::Test {
     return r.parsed;
   }
 
-  static TestServer* stories_;
-  static TestServer* qwen_;
 };
-TestServer* ServerCurlTest::stories_ = nullptr;
-TestServer* ServerCurlTest::qwen_ = nullptr;
 
 TEST_F(ServerCurlTest, HealthModelsAndMetrics) {
   const CurlResult health = curl(stories_->port(), "GET", "/health");

@@ -55,20 +55,8 @@ int raw_exchange(int port, const std::string& bytes, std::string* response_out =
   return std::stoi(response.substr(9, 3));
 }
 
-class ServerErrorsTest : public ::testing::Test {
+class ServerErrorsTest : public TwoServersTest<ServerErrorsTest> {
  protected:
-  static void SetUpTestSuite() {
-    if (!shared_available()) return;
-    stories_ = new TestServer(shared_path("models/stories260K.gguf"));
-    qwen_ = new TestServer(shared_path("models/test/qwen2-f16.gguf"));
-  }
-  static void TearDownTestSuite() {
-    delete stories_;
-    delete qwen_;
-    stories_ = qwen_ = nullptr;
-  }
-  void SetUp() override { NUCLEUS_REQUIRE_SHARED(); }
-
   static void expect_error_body(const HttpResult& r, const std::string& what) {
     ASSERT_TRUE(r.json.is_object()) << what << ": body is not JSON: " << r.body;
     ASSERT_TRUE(r.json.contains("error")) << what << ": " << r.body;
@@ -79,11 +67,7 @@ class ServerErrorsTest : public ::testing::Test {
     EXPECT_TRUE(e.contains("code")) << what;
   }
 
-  static TestServer* stories_;
-  static TestServer* qwen_;
 };
-TestServer* ServerErrorsTest::stories_ = nullptr;
-TestServer* ServerErrorsTest::qwen_ = nullptr;
 
 TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing) {
   const std::string too_long = json(std::vector<int>(static_cast<size_t>(stories_->max_model_len()) + 10, 5)).dump();

@@ -14,11 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-double labelled_metric(const std::string& text, const std::string& series) {
-  const size_t at = text.find(series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 1));
-}
-
 TEST(ServerLoadTest, SixtyFourStreamsWithDisconnectsAllCorrectAndPoolReturnsToFull) {
   NUCLEUS_REQUIRE_SHARED();
   server::ServerConfig config;
@@ -93,9 +88,9 @@ TEST(ServerLoadTest, SixtyFourStreamsWithDisconnectsAllCorrectAndPoolReturnsToFu
   EXPECT_EQ(metric_value(metrics, "nucleus_kv_cache_usage_perc"), 0);
   EXPECT_EQ(metric_value(metrics, "nucleus_num_requests_running"), 0);
   EXPECT_EQ(metric_value(metrics, "nucleus_num_requests_waiting"), 0);
-  EXPECT_EQ(labelled_metric(metrics, "nucleus_request_success_total{finished_reason=\"abort\"}"), 13) << metrics;
+  EXPECT_EQ(metric_value(metrics, "nucleus_request_success_total{finished_reason=\"abort\"}"), 13) << metrics;
   EXPECT_EQ(server.http().sequences_in_flight(), 0);
-  const double errors = labelled_metric(metrics, "nucleus_request_success_total{finished_reason=\"error\"}");
+  const double errors = metric_value(metrics, "nucleus_request_success_total{finished_reason=\"error\"}");
   EXPECT_EQ(errors, 0);
   // Still healthy.
   EXPECT_EQ(get(port, "/health").status, 200);

@@ -74,6 +74,29 @@ class TestServer {
   int64_t max_model_len_ = 0;
 };
 
+// The fixture of a suite sharing two in-process servers for all its tests: stories260K (llama, no
+// chat template) and qwen2-f16 (ChatML). Suite may declare `static server::ServerConfig config()`
+// for both servers' settings (e.g. an API key). Use: class MyTest : public TwoServersTest<MyTest>.
+template <class Suite>
+class TwoServersTest : public ::testing::Test {
+ protected:
+  static server::ServerConfig config() { return {}; }
+  static void SetUpTestSuite() {
+    if (!shared_available()) return;
+    stories_ = new TestServer(shared_path("models/stories260K.gguf"), Suite::config());
+    qwen_ = new TestServer(shared_path("models/test/qwen2-f16.gguf"), Suite::config());
+  }
+  static void TearDownTestSuite() {
+    delete stories_;
+    delete qwen_;
+    stories_ = qwen_ = nullptr;
+  }
+  void SetUp() override { NUCLEUS_REQUIRE_SHARED(); }
+
+  static inline TestServer* stories_ = nullptr;
+  static inline TestServer* qwen_ = nullptr;
+};
+
 struct HttpResult {
   int status = 0;  // 0: no response (connection failed)
   std::string body;
@@ -171,7 +194,8 @@ inline std::string stream_text(const StreamResult& stream, int index = 0) {
   return text;
 }
 
-// The value of an unlabelled sample in Prometheus text; -1 when absent.
+// The value of a sample in Prometheus text, named as written (with its labels, if any:
+// `name{label="v"}`); -1 when absent.
 inline double metric_value(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   std::string line;

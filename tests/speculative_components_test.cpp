@@ -163,7 +163,8 @@ TEST(SpeculativeGenerator, PerfectDraftAcceptsEverything) {
   SamplingParams params;
   params.temperature = 0.8f;
   params.top_p = 0.9f;
-  SelfSpeculationProposer same(*target, 2, params, 1);  // all layers: q == p
+  auto same_proposer = make_self_speculation_proposer(*target, 2, params, 1);  // all layers: q == p
+  Proposer& same = *same_proposer;
   SpeculativeGenerator generator(*target, same, params, 4, 64, 1);
   const std::vector<int32_t> prompt = {1, 3, 4};
   generator.start(prompt, 20, 42);

@@ -171,7 +171,7 @@ class SpeculativeDistributionTest : public ::testing::TestWithParam<Case> {
       case Draft::good: return std::make_unique<DraftModelProposer>(*good_draft_, params, 1, "good");
       case Draft::bad: return std::make_unique<DraftModelProposer>(*bad_draft_, params, 1, "bad");
       case Draft::ngram: return std::make_unique<NgramProposer>(1, 3);
-      case Draft::self_prefix: return std::make_unique<SelfSpeculationProposer>(*target_, 1, params, 1);
+      case Draft::self_prefix: return make_self_speculation_proposer(*target_, 1, params, 1);
     }
     return nullptr;
   }

@@ -79,9 +79,9 @@ TEST_P(SpeculativeGreedyTest, EqualsPlainGreedyForEveryProposerAndGamma) {
   for (int32_t gamma : {1, 2, 4, 8}) {
     std::vector<std::unique_ptr<Proposer>> proposers;
     proposers.push_back(std::make_unique<NgramProposer>(1, 3));
-    proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, 1, greedy_params(), 1));
+    proposers.push_back(make_self_speculation_proposer(model, 1, greedy_params(), 1));
     if (model.hparams().n_layer > 2)
-      proposers.push_back(std::make_unique<SelfSpeculationProposer>(model, model.hparams().n_layer - 1, greedy_params(), 1));
+      proposers.push_back(make_self_speculation_proposer(model, model.hparams().n_layer - 1, greedy_params(), 1));
     proposers.push_back(std::make_unique<DraftModelProposer>(*draft, greedy_params(), 1, "random-draft"));
     for (auto& proposer : proposers) {
       SpeculativeStats stats;

@@ -45,12 +45,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-CommandResult run_nucleus(const std::string& args) {
-  char err_template[] = "/tmp/nucleus-test-stderr-XXXXXX";
-  int fd = ::mkstemp(err_template);
-  if (fd < 0) throw std::runtime_error("mkstemp failed");
-  ::close(fd);
-  const std::string command = nucleus_binary() + " " + args + " 2>" + err_template;
+CommandResult run_shell(const std::string& command) {
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command);
@@ -59,6 +54,15 @@ CommandResult run_nucleus(const std::string& args) {
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+CommandResult run_nucleus(const std::string& args) {
+  char err_template[] = "/tmp/nucleus-test-stderr-XXXXXX";
+  int fd = ::mkstemp(err_template);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  CommandResult result = run_shell(nucleus_binary() + " " + args + " 2>" + err_template);
   result.err = read_file(err_template);
   std::remove(err_template);
   return result;

@@ -21,6 +21,8 @@ struct CommandResult {
   std::string out;  // stdout
   std::string err;  // stderr
 };
+// Runs a shell command and captures its stdout (err stays empty; exit_code -1 when it did not exit).
+CommandResult run_shell(const std::string& command);
 // Runs `nucleus_binary() + " " + args` through the shell and captures both streams.
 CommandResult run_nucleus(const std::string& args);
 

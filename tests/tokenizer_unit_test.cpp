@@ -126,7 +126,11 @@ TEST(PreTokenizer, EveryFamilyCoversItsInput) {
       joined += word;
     }
     EXPECT_EQ(joined, text);
-    EXPECT_GT(words.size(), 10u);
+    if (name == "gemma4") {
+      EXPECT_EQ(words.size(), 5u);  // lines and runs of newlines only: "…\t", "\n\n", "  indented\r", "\n", "…end  "
+    } else {
+      EXPECT_GT(words.size(), 10u);
+    }
   }
 }
 

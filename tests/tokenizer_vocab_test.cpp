@@ -77,7 +77,7 @@ TEST_P(SharedVocabTest, DecodingEachCaseGivesBackItsText) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSharedVocabularies, SharedVocabTest,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2", "qwen35"),
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2", "qwen35", "gemma-4"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = (c == '-') ? '_' : c;
@@ -112,6 +112,16 @@ TEST(SharedVocab, ModelNamesAndSpecialTokens) {
   EXPECT_TRUE(qwen2.is_end_of_generation(qwen2.find_token("<|im_end|>")));  // ChatML end of turn
   EXPECT_FALSE(qwen2.is_end_of_generation(qwen2.find_token("<|im_start|>")));
 
+  const Tokenizer& gemma4 = shared_tokenizer(vocab_file("gemma-4"));
+  EXPECT_EQ(gemma4.model_name(), "gemma4");
+  EXPECT_EQ(gemma4.bos_id(), 2);
+  EXPECT_TRUE(gemma4.add_bos());
+  EXPECT_TRUE(gemma4.is_end_of_generation(1));                              // <eos>
+  EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<turn|>")));  // end of turn
+  EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<|tool_response>")));
+  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  EXPECT_EQ(gemma4.token_to_piece(gemma4.find_token("\xE2\x96\x81Hello")), " Hello");  // ▁ is a space
+
   const Tokenizer& phi3 = shared_tokenizer(vocab_file("phi-3"));
   EXPECT_TRUE(phi3.is_end_of_generation(32000));                         // EOS <|endoftext|>
   EXPECT_TRUE(phi3.is_end_of_generation(phi3.find_token("<|end|>")));    // end of turn
@@ -144,6 +154,16 @@ TEST(SharedVocab, SpecialTokensAreParsedOnlyWhenAsked) {
   EXPECT_EQ(ids, expected);
 
   // Phi-3 strips the whitespace after its chat markers (RSTRIP), as its chat template expects.
+  const Tokenizer& gemma4 = shared_tokenizer(vocab_file("gemma-4"));
+  EXPECT_EQ(gemma4.model_name(), "gemma4");
+  EXPECT_EQ(gemma4.bos_id(), 2);
+  EXPECT_TRUE(gemma4.add_bos());
+  EXPECT_TRUE(gemma4.is_end_of_generation(1));                              // <eos>
+  EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<turn|>")));  // end of turn
+  EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<|tool_response>")));
+  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  EXPECT_EQ(gemma4.token_to_piece(gemma4.find_token("\xE2\x96\x81Hello")), " Hello");  // ▁ is a space
+
   const Tokenizer& phi3 = shared_tokenizer(vocab_file("phi-3"));
   EXPECT_EQ(phi3.encode("<|user|>\nHello", false, true), phi3.encode("<|user|>Hello", false, true));
 

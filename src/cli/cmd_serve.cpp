@@ -94,11 +94,23 @@ int run_serve(const ServeOptions& options) {
     const int64_t max_model_len = llm->max_model_len();
     engine = std::make_unique<AsyncEngine>(std::move(llm));
 
+    server::Speculation speculation;  // made before the explainer, which shares the factory's draft model
+    if (options.speculation.enabled()) {
+      proposers = std::make_unique<ProposerFactory>(options.speculation, loaded);
+      speculation.gamma = options.speculation.gamma;
+      speculation.make_proposer = [&proposers, &proposers_mutex, threads = engine_config.n_threads](const SamplingParams& s) {
+        std::lock_guard lock(proposers_mutex);
+        return proposers->make(s, threads);
+      };
+      std::fprintf(stderr, "nucleus serve: speculative decoding with %s, gamma %d\n", proposers->describe().c_str(),
+                   options.speculation.gamma);
+    }
     explain::ExplainerConfig explainer_config;
     explainer_config.source = options.source;
     explainer_config.draft_path = options.speculation.draft_path;
     explainer_config.n_threads = engine_config.n_threads;
     explainer_config.weights_from = loaded.model.get();
+    explainer_config.draft_weights_from = proposers ? proposers->draft_model() : nullptr;  // one draft in memory
     explainer = std::make_unique<explain::Explainer>(explainer_config);
 
     server::ServedModel served;
@@ -107,16 +119,7 @@ int run_serve(const ServeOptions& options) {
     served.tokenizer = loaded.tokenizer.get();
     served.name = config.served_model_name;
     served.max_model_len = max_model_len;
-    if (options.speculation.enabled()) {
-      proposers = std::make_unique<ProposerFactory>(options.speculation, loaded);
-      served.speculation.gamma = options.speculation.gamma;
-      served.speculation.make_proposer = [&proposers, &proposers_mutex, threads = engine_config.n_threads](const SamplingParams& s) {
-        std::lock_guard lock(proposers_mutex);
-        return proposers->make(s, threads);
-      };
-      std::fprintf(stderr, "nucleus serve: speculative decoding with %s, gamma %d\n", proposers->describe().c_str(),
-                   options.speculation.gamma);
-    }
+    served.speculation = std::move(speculation);
     try {
       served.chat_template = chat_template_for_model(loaded.model->file(), *loaded.tokenizer, options.chat_template);
     } catch (const Error& e) {

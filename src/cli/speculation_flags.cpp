@@ -52,8 +52,7 @@ std::shared_ptr<Proposer> ProposerFactory::make(const SamplingParams& sampling, 
     if (draft_.model) {
       draft_batch_ = std::make_shared<DraftBatch>(*draft_.model, n_threads);
     } else if (self_layers_ > 0) {
-      self_prefix_ = load_layer_prefix_model(*target_.model, self_layers_);
-      draft_batch_ = std::make_shared<DraftBatch>(*self_prefix_, n_threads);
+      draft_batch_ = self_speculation_batch(*target_.model, self_layers_, n_threads);
     } else {
       return nullptr;
     }

@@ -39,8 +39,7 @@ class ProposerFactory {
   const LoadedModel& target_;
   LoadedModel draft_;
   int64_t self_layers_ = 0;
-  std::unique_ptr<Model> self_prefix_;       // self:K: the target's first K layers
-  std::shared_ptr<DraftBatch> draft_batch_;  // over draft_ or self_prefix_, made on first use
+  std::shared_ptr<DraftBatch> draft_batch_;  // over draft_ or (self:K) the target's first K layers, made on first use
 };
 
 }  // namespace nucleus::cli

@@ -34,12 +34,14 @@ Explainer::Explainer(ExplainerConfig config)
   } else {
     loaded_ = load_model(config_.source);
   }
-  if (!config_.draft_path.empty()) {
+  if (config_.draft_weights_from) {
+    draft_ = config_.draft_weights_from->share_weights();
+  } else if (!config_.draft_path.empty()) {
     ModelSource draft_source;
     draft_source.model_path = config_.draft_path;
-    draft_ = load_model(draft_source);
-    check_same_vocabulary(loaded_.model->file(), draft_.model->file(), config_.draft_path);
+    draft_ = std::move(load_model(draft_source).model);
   }
+  if (draft_) check_same_vocabulary(loaded_.model->file(), draft_->file(), config_.draft_path);
 }
 
 Explainer::~Explainer() = default;
@@ -161,7 +163,6 @@ MachinePeak Explainer::machine_peak() {
 SpeculativeTrace Explainer::speculate(const std::string& context, SpeculativeOptions options) {
   const std::vector<int32_t> prompt = encode(context, options.max_tokens + options.gamma);
   if (!options.sampling.seed) options.sampling.seed = random_seed();
-  const int64_t n_positions = static_cast<int64_t>(prompt.size()) + options.max_tokens + options.gamma;
   std::lock_guard<std::mutex> lock(mutex_);
   std::unique_ptr<Proposer> proposer;
   switch (options.proposer) {
@@ -170,12 +171,12 @@ SpeculativeTrace Explainer::speculate(const std::string& context, SpeculativeOpt
       break;
     case ProposerKind::self: {
       const int64_t layers = options.self_layers > 0 ? options.self_layers : std::max<int64_t>(1, hparams().n_layer - 1);
-      proposer = std::make_unique<SelfSpeculationProposer>(*loaded_.model, layers, options.sampling, config_.n_threads);
+      proposer = make_self_speculation_proposer(*loaded_.model, layers, options.sampling, config_.n_threads);
       break;
     }
     case ProposerKind::draft:
       if (!has_draft_model()) throw Error("the server has no draft model (start it with --draft MODEL)");
-      proposer = std::make_unique<DraftModelProposer>(*draft_.model, options.sampling, config_.n_threads,
+      proposer = std::make_unique<DraftModelProposer>(*draft_, options.sampling, config_.n_threads,
                                                       "draft:" + config_.draft_path);
       break;
   }

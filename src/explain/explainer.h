@@ -34,6 +34,8 @@ struct ExplainerConfig {
   // The served model, when there is one: the explainer's models share its weights (each with its
   // own scratch) instead of loading the file again. Must outlive the Explainer.
   const Model* weights_from = nullptr;
+  // The served draft model (from draft_path), when the server loaded one: shared the same way.
+  const Model* draft_weights_from = nullptr;
 };
 
 struct SampledToken {
@@ -68,7 +70,7 @@ class Explainer {
 
   const Tokenizer& tokenizer() const { return *loaded_.tokenizer; }
   const HParams& hparams() const { return loaded_.model->hparams(); }
-  bool has_draft_model() const { return draft_.model != nullptr; }
+  bool has_draft_model() const { return draft_ != nullptr; }
   std::string default_context() const;  // "Once upon a time" for TinyStories models, else "The"
   int n_threads() const { return config_.n_threads; }
 
@@ -92,7 +94,7 @@ class Explainer {
 
   ExplainerConfig config_;
   LoadedModel loaded_;
-  LoadedModel draft_;
+  std::unique_ptr<Model> draft_;  // null without a draft model
   std::mutex mutex_;  // one interactive call at a time on loaded_.model
   std::vector<int32_t> cached_tokens_;  // the context whose next-token logits are cached
   std::vector<float> cached_logits_;    // [n_vocab]

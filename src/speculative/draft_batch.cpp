@@ -18,6 +18,9 @@ constexpr int64_t kInitialBlocks = 64;
 
 DraftBatch::DraftBatch(Model& draft, int n_threads) : model_(draft), n_threads_(n_threads) {}
 
+DraftBatch::DraftBatch(std::unique_ptr<Model> owned_draft, int n_threads)
+    : owned_(std::move(owned_draft)), model_(*owned_), n_threads_(n_threads) {}
+
 int32_t DraftBatch::add_sequence() {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < sequences_.size(); ++i)

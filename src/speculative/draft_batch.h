@@ -28,6 +28,7 @@ namespace nucleus {
 class DraftBatch {
  public:
   DraftBatch(Model& draft, int n_threads);  // `draft` must outlive this
+  DraftBatch(std::unique_ptr<Model> owned_draft, int n_threads);  // drafts with a model it owns
 
   Model& model() { return model_; }
   int32_t add_sequence();            // a new sequence holding nothing; its id
@@ -62,6 +63,7 @@ class DraftBatch {
   void propose_locked(std::span<const Job> jobs);
   void run(ForwardBatch& batch);  // forward into logits_, one row per output
 
+  std::unique_ptr<Model> owned_;  // declared before model_, which may refer to it
   Model& model_;
   int n_threads_;
   std::unique_ptr<KvCache> kv_;

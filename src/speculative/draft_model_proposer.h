@@ -1,6 +1,6 @@
 // Draft-model proposer: a second, smaller model sharing the target's vocabulary drafts γ tokens
 // autoregressively, each drawn from q = its distribution after the request's sampler chain.
-// Each proposer is one sequence of a DraftBatch (spec/draft_batch.h): on each call its cached
+// Each proposer is one sequence of a DraftBatch (speculative/draft_batch.h): on each call its cached
 // prefix that still matches the sequence is kept (rejected drafts fall away) and only the rest is
 // fed. Proposers sharing a DraftBatch report it as their batch group, so the engine drafts for
 // all of its speculating requests in the same draft-model passes.

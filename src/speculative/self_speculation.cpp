@@ -1,7 +1,5 @@
 #include "speculative/self_speculation.h"
 
-#include <string>
-
 #include "core/error.h"
 
 namespace nucleus {
@@ -14,9 +12,16 @@ std::unique_ptr<Model> load_layer_prefix_model(const Model& target, int64_t n_la
   return target.layer_prefix(n_layers);  // the target's own weights: nothing is copied
 }
 
-SelfSpeculationProposer::SelfSpeculationProposer(const Model& target, int64_t n_layers, const SamplingParams& params,
-                                                 int n_threads)
-    : prefix_(load_layer_prefix_model(target, n_layers)),
-      draft_(std::make_unique<DraftModelProposer>(*prefix_, params, n_threads, "self:" + std::to_string(n_layers))) {}
+std::shared_ptr<DraftBatch> self_speculation_batch(const Model& target, int64_t n_layers, int n_threads) {
+  return std::make_shared<DraftBatch>(load_layer_prefix_model(target, n_layers), n_threads);
+}
+
+std::string self_speculation_name(int64_t n_layers) { return "self:" + std::to_string(n_layers); }
+
+std::unique_ptr<DraftModelProposer> make_self_speculation_proposer(const Model& target, int64_t n_layers,
+                                                                   const SamplingParams& params, int n_threads) {
+  return std::make_unique<DraftModelProposer>(self_speculation_batch(target, n_layers, n_threads), params,
+                                              self_speculation_name(n_layers));
+}
 
 }  // namespace nucleus

@@ -12,11 +12,19 @@ namespace {
 
 // One token of a word being merged; the word's symbols form a linked list in text order.
 struct Symbol {
-  int32_t id;  // -1: a byte whose alphabet character is not in the vocabulary (it never merges)
+  int32_t id;  // -1: a byte (or character) that is not in the vocabulary: it never merges
   int prev;
   int next;
   bool merged_away;
+  int begin, end;  // its bytes in the word
 };
+
+constexpr std::string_view kSentencePieceSpace = "\xE2\x96\x81";  // U+2581 '▁'
+
+std::string byte_token_text(int byte) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string{'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+}
 
 // A possible merge of two adjacent symbols, valid while both still hold the ids it was made from.
 struct Candidate {
@@ -42,6 +50,7 @@ struct BpeTokenizer::Workspace {
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
   std::string mapped_word;  // the word in the byte-level alphabet (for ignore_merges)
+  std::string escaped;      // SentencePiece-style: the fragment with spaces as ▁
 };
 
 BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges, PreTokenizer pre_tokenizer)
@@ -49,6 +58,7 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges, 
   for (int byte = 0; byte < 256; ++byte) {
     unicode::append_utf8(unicode::byte_to_codepoint(static_cast<uint8_t>(byte)), byte_characters_[byte]);
     byte_token_ids_[byte] = vocab_.find(byte_characters_[byte]);
+    byte_fallback_ids_[byte] = sentencepiece() ? vocab_.find(byte_token_text(byte)) : -1;
   }
 
   const std::string where = vocab_.source + ": tokenizer.ggml.merges";
@@ -82,6 +92,16 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges, 
     if (vocab_.has_attribute(id, kAttrControl | kAttrUnknown)) continue;  // rendered only on request
     if (vocab_.has_attribute(id, kAttrUserDefined)) {
       pieces_[id] = text;
+    } else if (vocab_.has_attribute(id, kAttrNormal) && sentencepiece()) {
+      std::string& piece = pieces_[id];
+      for (size_t pos = 0; pos < text.size();) {
+        if (text.compare(pos, kSentencePieceSpace.size(), kSentencePieceSpace) == 0) {
+          piece.push_back(' ');
+          pos += kSentencePieceSpace.size();
+        } else {
+          piece.push_back(text[pos++]);
+        }
+      }
     } else if (vocab_.has_attribute(id, kAttrNormal)) {
       // Back from the byte-level alphabet to bytes. A character outside the alphabet (a vocabulary
       // that stores some text as plain UTF-8) is kept as it is.
@@ -106,7 +126,16 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges, 
 }
 
 void BpeTokenizer::encode_word(std::string_view word, Workspace& workspace, std::vector<int32_t>& output) const {
-  if (word.size() == 1) {
+  if (word.empty()) return;
+  const bool by_characters = sentencepiece();
+  if (by_characters && word.find_first_not_of('\n') == std::string_view::npos) {
+    // A run of newlines that is a token stays whole (llama.cpp's Gemma 4 fix, its PR 21343).
+    if (const int32_t id = vocab_.find(word); id >= 0) {
+      output.push_back(id);
+      return;
+    }
+  }
+  if (!by_characters && word.size() == 1) {
     const int32_t id = byte_token_ids_[static_cast<uint8_t>(word[0])];
     if (id >= 0) output.push_back(id);
     return;
@@ -125,10 +154,15 @@ void BpeTokenizer::encode_word(std::string_view word, Workspace& workspace, std:
   std::vector<Candidate>& heap = workspace.heap;
   symbols.clear();
   heap.clear();
-  const int n_symbols = static_cast<int>(word.size());
-  for (int i = 0; i < n_symbols; ++i) {
-    symbols.push_back({byte_token_ids_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n_symbols ? i + 1 : -1, false});
+  for (size_t pos = 0; pos < word.size();) {
+    const size_t length = by_characters ? std::min(word.size() - pos, unicode::utf8_sequence_length(static_cast<uint8_t>(word[pos]))) : 1;
+    const int32_t id = by_characters ? vocab_.find(word.substr(pos, length)) : byte_token_ids_[static_cast<uint8_t>(word[pos])];
+    const int index = static_cast<int>(symbols.size());
+    symbols.push_back({id, index - 1, index + 1, false, static_cast<int>(pos), static_cast<int>(pos + length)});
+    pos += length;
   }
+  const int n_symbols = static_cast<int>(symbols.size());
+  symbols.back().next = -1;
   auto add_candidate = [&](int left, int right) {
     if (left < 0 || right < 0) return;
     const int32_t left_id = symbols[left].id;
@@ -153,6 +187,7 @@ void BpeTokenizer::encode_word(std::string_view word, Workspace& workspace, std:
       continue;
     }
     left.id = candidate.merged_id;
+    left.end = right.end;
     left.next = right.next;
     right.merged_away = true;
     if (right.next >= 0) symbols[right.next].prev = candidate.left;
@@ -161,8 +196,15 @@ void BpeTokenizer::encode_word(std::string_view word, Workspace& workspace, std:
   }
 
   for (int i = 0; i != -1; i = symbols[i].next) {
-    // A byte missing from the alphabet tokens is dropped, as llama.cpp does; real vocabularies have all 256.
-    if (symbols[i].id >= 0) output.push_back(symbols[i].id);
+    const Symbol& symbol = symbols[i];
+    if (symbol.id >= 0) {
+      output.push_back(symbol.id);
+      continue;
+    }
+    // Not a token: its <0xXX> byte tokens (SentencePiece-style); a byte-level alphabet character
+    // missing from the vocabulary is dropped, as llama.cpp does (real vocabularies have all 256).
+    for (int b = symbol.begin; b < symbol.end; ++b)
+      if (const int32_t id = byte_fallback_ids_[static_cast<uint8_t>(word[b])]; id >= 0) output.push_back(id);
   }
 }
 
@@ -178,7 +220,16 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
       continue;
     }
     workspace.words.clear();
-    pre_tokenizer_.split(text.substr(fragment.offset, fragment.length), workspace.words);
+    std::string_view fragment_text = text.substr(fragment.offset, fragment.length);
+    if (sentencepiece()) {
+      workspace.escaped.clear();
+      for (char c : fragment_text) {
+        if (c == ' ') workspace.escaped += kSentencePieceSpace;
+        else workspace.escaped += c;
+      }
+      fragment_text = workspace.escaped;
+    }
+    pre_tokenizer_.split(fragment_text, workspace.words);
     for (std::string_view word : workspace.words) encode_word(word, workspace, output);
   }
 

@@ -89,6 +89,8 @@ const Family kFamilies[] = {
     {{"dbrx", "smaug-bpe"}, {kLlama3}, {}},
     {{"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan"}, {kQwen2}, {}},
     {{"qwen35"}, {kQwen35}, {}},
+    // Gemma 4 merges over the whole text: lines and runs of newlines only (merges never hold '\n').
+    {{"gemma4"}, {R"([^\n]+|[\n]+)"}, {.add_bos = true, .sentencepiece_alphabet = true}},
     {{"deepseek-llm"}, {R"([\r\n])", kDeepseekLetters, kDeepseekPunctuation, R"(\s+$)", kDeepseekCjk, R"(\p{N}+)"}, {}},
     {{"deepseek-coder"}, {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepseekCjk, R"(\p{N})"}, {}},
     {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}, {}},

@@ -17,6 +17,10 @@ namespace nucleus {
 struct PreTokenizerTraits {
   bool ignore_merges = false;  // a word that is itself a token is emitted whole, without merging
   bool add_bos = false;        // default for add_bos_token when the file does not say
+  // SentencePiece-style BPE (tokenizer.ggml.model "gemma4"): spaces become "▁" before splitting,
+  // words start as UTF-8 characters instead of the byte-level alphabet, a piece that is not a
+  // token falls back to its <0xXX> byte tokens, and a word of newlines that is a token stays whole.
+  bool sentencepiece_alphabet = false;
 };
 
 class PreTokenizer {

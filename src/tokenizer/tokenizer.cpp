@@ -24,10 +24,13 @@ std::unique_ptr<Tokenizer> make_sentence_piece(const GgufFile& file) {
   return std::make_unique<SpmTokenizer>(load_vocab(file, defaults));
 }
 
-std::unique_ptr<Tokenizer> make_byte_level_bpe(const GgufFile& file, const TokenizerOptions& options) {
+// model: "gpt2" (byte-level BPE, pre-tokenizer from the file) or "gemma4" (its own pre-tokenizer,
+// SentencePiece-style alphabet; llama.cpp also always adds BOS for it).
+std::unique_ptr<Tokenizer> make_bpe(const GgufFile& file, const TokenizerOptions& options, const std::string& model) {
   // Files converted before tokenizer.ggml.pre existed get llama.cpp's "default" patterns.
-  const std::string pre_name =
-      options.pre_override.empty() ? file.get_string("tokenizer.ggml.pre", "default") : options.pre_override;
+  const std::string pre_name = !options.pre_override.empty() ? options.pre_override
+                               : model == "gemma4"           ? "gemma4"
+                                                             : file.get_string("tokenizer.ggml.pre", "default");
   std::optional<PreTokenizer> pre_tokenizer;
   try {
     pre_tokenizer.emplace(pre_name);
@@ -36,14 +39,17 @@ std::unique_ptr<Tokenizer> make_byte_level_bpe(const GgufFile& file, const Token
   }
 
   VocabDefaults defaults;
-  defaults.type = VocabType::BYTE_LEVEL_BPE;
-  defaults.bos_id = 11;  // llama.cpp's defaults for "gpt2" files that name no BOS/EOS
-  defaults.eos_id = 11;
+  const bool sentencepiece = pre_tokenizer->traits().sentencepiece_alphabet;
+  defaults.type = sentencepiece ? VocabType::SENTENCE_PIECE_BPE : VocabType::BYTE_LEVEL_BPE;
+  defaults.bos_id = model == "gpt2" ? 11 : -1;  // llama.cpp's defaults for "gpt2" files that name no BOS/EOS
+  defaults.eos_id = model == "gpt2" ? 11 : -1;
   defaults.add_bos = pre_tokenizer->traits().add_bos;
   Vocab vocab = load_vocab(file, defaults);
+  if (model == "gemma4") vocab.add_bos = true;  // whatever the file says, as llama.cpp does (its PR 21500)
+  if (vocab.add_bos && vocab.bos_id < 0) throw Error(file.path() + ": the tokenizer adds BOS but names no BOS token");
 
   const MetaValue* merges = file.find("tokenizer.ggml.merges");
-  if (!merges) throw Error(file.path() + ": missing tokenizer.ggml.merges (needed by the 'gpt2' tokenizer)");
+  if (!merges) throw Error(file.path() + ": missing tokenizer.ggml.merges (needed by the '" + model + "' tokenizer)");
   if (merges->type != MetaType::ARRAY || merges->elem_type != MetaType::STRING) {
     throw Error(file.path() + ": tokenizer.ggml.merges is not an array of strings");
   }
@@ -56,8 +62,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file, const Toke
   if (!file.has("tokenizer.ggml.model")) throw Error(file.path() + ": missing tokenizer.ggml.model (the file has no tokenizer)");
   const std::string model = file.get_string("tokenizer.ggml.model");
   if (model == "llama") return make_sentence_piece(file);
-  if (model == "gpt2") return make_byte_level_bpe(file, options);
-  throw Error(file.path() + ": unsupported tokenizer.ggml.model '" + model + "' (supported: llama, gpt2)");
+  if (model == "gpt2" || model == "gemma4") return make_bpe(file, options, model);
+  throw Error(file.path() + ": unsupported tokenizer.ggml.model '" + model + "' (supported: llama, gpt2, gemma4)");
 }
 
 void Tokenizer::check_id(int32_t id) const {

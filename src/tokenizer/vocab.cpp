@@ -141,7 +141,7 @@ class VocabLoader {
         if (attribute == std::numeric_limits<uint32_t>::max()) {
           fail("token " + std::to_string(i) + " has unknown type " + std::to_string(types->ints[i]) + " in " + kTokenTypesKey);
         }
-        if (attribute == kAttrByte && vocab_.type == VocabType::SENTENCE_PIECE && !is_byte_token_text(text)) {
+        if (attribute == kAttrByte && vocab_.type != VocabType::BYTE_LEVEL_BPE && !is_byte_token_text(text)) {
           fail("token " + std::to_string(i) + " has type BYTE but its text '" + text + "' is not of the form <0xXX>");
         }
         vocab_.attributes[i] = attribute;
@@ -222,6 +222,13 @@ class VocabLoader {
       const int32_t end_id = vocab_.find("<|end|>");
       end_ids.erase(std::remove(end_ids.begin(), end_ids.end(), end_id), end_ids.end());
       vocab_.attributes[end_id] = kAttrUserDefined;
+    }
+
+    // Gemma 4 (and PaddleOCR): "</s>" is ordinary text beside "<|tool_response>", not an end.
+    if (has_text("<|tool_response>") && has_text("</s>")) {
+      const int32_t s_id = vocab_.find("</s>");
+      end_ids.erase(std::remove(end_ids.begin(), end_ids.end(), s_id), end_ids.end());
+      vocab_.attributes[s_id] = kAttrNormal;
     }
 
     std::sort(end_ids.begin(), end_ids.end());

@@ -47,6 +47,7 @@ enum TokenAttribute : uint32_t {
 enum class VocabType {
   SENTENCE_PIECE,  // tokenizer.ggml.model = "llama": score-driven merges, ▁ for space, <0xXX> bytes
   BYTE_LEVEL_BPE,  // tokenizer.ggml.model = "gpt2": ranked merges over the byte-level alphabet
+  SENTENCE_PIECE_BPE,  // tokenizer.ggml.model = "gemma4": ranked merges over UTF-8 characters, ▁ for space, <0xXX> bytes
 };
 
 // Hash that lets an std::string-keyed map be searched with a string_view (no temporary string).
