@@ -226,7 +226,9 @@ TEST_P(EngineSpeculation, MixedWithPlainRequestsEachGetsItsTokensAlone) {
       spec_emitted += s.num_emitted;
     }
     EXPECT_EQ(stats.spec.num_emitted, spec_emitted) << setting.name;
-    if (std::string(setting.name) == "24 blocks") EXPECT_GT(stats.preemptions, 0) << "the small pool must preempt";
+    if (std::string(setting.name) == "24 blocks") {
+      EXPECT_GT(stats.preemptions, 0) << "the small pool must preempt";
+    }
   }
 }
 

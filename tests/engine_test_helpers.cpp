@@ -34,8 +34,9 @@ std::vector<EngineResult> run_engine(Model& model, const EngineConfig& config,
     }
   }
   EXPECT_EQ(engine.block_pool().num_free_blocks(), engine.block_pool().num_blocks()) << "KV blocks leaked";
-  if (const BlockPool* window = engine.window_block_pool())
+  if (const BlockPool* window = engine.window_block_pool()) {
     EXPECT_EQ(window->num_free_blocks(), window->num_blocks()) << "window-pool KV blocks leaked";
+  }
   if (stats) *stats = engine.stats();
   return results;
 }

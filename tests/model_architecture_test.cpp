@@ -270,46 +270,66 @@ TEST(ModelDescription, LayerPrefixSharesTheWeightsAndRunsTheFirstLayers) {
 namespace nucleus {
 namespace {
 
-// `nucleus synth` writes the benchmark shapes of the architecture issue: a Mixtral-style MoE and a
-// Gemma-3-style model whose local layers slide. The loader must accept every tensor it writes.
-TEST(SyntheticShapes, MixtralAndGemma3FilesLoadWithTheirFeaturesAndRun) {
+// `nucleus synth` writes every family of the architecture issue at any shape (for benchmarks):
+// a Mixtral-style MoE, Qwen3 and Qwen3-MoE, Phi-3, Gemma 2 and Gemma 3 with sliding layers. The loader
+// must accept every tensor and key it writes (an unused one would be an error), read the family's
+// features back, and run a forward pass.
+TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
   NUCLEUS_REQUIRE_SHARED();
   const auto tmp = std::filesystem::temp_directory_path() / ("nucleus_synth_shapes_" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp);
   const std::string dir = tmp.string();
-  SyntheticModelSpec moe;
-  moe.vocab_path = test::shared_path("models/stories260K.gguf");
-  moe.dim = 256, moe.layers = 2, moe.heads = 4, moe.kv_heads = 2, moe.ffn = 256, moe.experts = 4, moe.experts_used = 2;
-  moe.type = GgmlType::Q4_0;
-  SyntheticModelSpec gemma = moe;
-  gemma.arch = "gemma3", gemma.experts = 0, gemma.layers = 6, gemma.window = 8;
-  write_synthetic_model(moe, dir + "/moe.gguf", 2);
-  write_synthetic_model(gemma, dir + "/gemma3.gguf", 2);
-
-  auto m = Model::load(GgufFile::open(dir + "/moe.gguf"));
-  for (const LayerSpec& l : m->hparams().layers) {
-    EXPECT_EQ(l.n_expert, 4);
-    EXPECT_EQ(l.n_expert_used, 2);
-  }
-  auto g = Model::load(GgufFile::open(dir + "/gemma3.gguf"));
-  EXPECT_EQ(g->hparams().arch, Architecture::Gemma3);
-  int sliding = 0;
-  for (const LayerSpec& l : g->hparams().layers) sliding += l.sliding_window == 8;
-  EXPECT_EQ(sliding, 5) << "5 local layers : 1 global";
-  for (Model* model : {m.get(), g.get()}) {
+  SyntheticModelSpec base;
+  base.vocab_path = test::shared_path("models/stories260K.gguf");
+  base.dim = 256, base.layers = 2, base.heads = 4, base.kv_heads = 2, base.ffn = 256;
+  base.type = GgmlType::Q4_0;
+  struct Family {
+    std::string arch;
+    Architecture expected;
+    int64_t experts = 0, layers = 2;
+  };
+  const Family families[] = {{"llama", Architecture::Llama, 4},  {"qwen2", Architecture::Qwen2},
+                             {"qwen3", Architecture::Qwen3},     {"qwen3moe", Architecture::Qwen3Moe, 4},
+                             {"phi3", Architecture::Phi3},       {"gemma2", Architecture::Gemma2, 0, 4},
+                             {"gemma3", Architecture::Gemma3, 0, 6}};
+  for (const Family& family : families) {
+    SCOPED_TRACE(family.arch);
+    SyntheticModelSpec spec = base;
+    spec.arch = family.arch, spec.experts = family.experts, spec.layers = family.layers, spec.window = 8;
+    const std::string path = dir + "/" + family.arch + ".gguf";
+    write_synthetic_model(spec, path, 2);
+    auto model = Model::load(GgufFile::open(path));
+    const HParams& hp = model->hparams();
+    EXPECT_EQ(hp.arch, family.expected);
+    int sliding = 0, moe = 0, qk_norm = 0;
+    for (const LayerSpec& l : hp.layers) {
+      sliding += l.sliding_window == 8;
+      moe += l.n_expert == family.experts && l.n_expert_used == 2;
+      qk_norm += l.qk_norm;
+    }
+    const int expected_sliding = family.arch == "gemma2" ? 2 : family.arch == "gemma3" ? 5 : 0;  // alternating; 5 : 1
+    EXPECT_EQ(sliding, expected_sliding);
+    EXPECT_EQ(moe, family.experts > 0 ? family.layers : 0);
+    const bool has_qk_norm = family.arch == "qwen3" || family.arch == "qwen3moe" || family.arch == "gemma3";
+    EXPECT_EQ(qk_norm, has_qk_norm ? family.layers : 0);
+    if (family.arch == "phi3") {
+      EXPECT_TRUE(hp.fused_qkv);
+      EXPECT_TRUE(hp.fused_gate_up);
+    }
+    EXPECT_FLOAT_EQ(hp.final_softcap, family.arch == "gemma2" ? 30.0f : 0.0f);
     std::vector<int32_t> tokens;
     for (int i = 0; i < 20; ++i) tokens.push_back(1 + (i * 53) % 500);
     SequenceRunner runner(*model, static_cast<int64_t>(tokens.size()), 2);
     const std::vector<float>& logits = runner.feed(tokens, /*all_logits=*/false);
     for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   }
-  EXPECT_THROW(
-      [&] {
-        SyntheticModelSpec bad = gemma;
-        bad.experts = 4;
-        write_synthetic_model(bad, dir + "/bad.gguf", 2);
-      }(),
-      Error);
+  SyntheticModelSpec bad = base;
+  bad.arch = "gemma3", bad.experts = 4;
+  EXPECT_THROW(write_synthetic_model(bad, dir + "/bad.gguf", 2), Error);  // experts only for llama / qwen3moe
+  bad.arch = "qwen3moe", bad.experts = 0;
+  EXPECT_THROW(write_synthetic_model(bad, dir + "/bad.gguf", 2), Error);  // qwen3moe needs experts
+  bad.arch = "mamba";
+  EXPECT_THROW(write_synthetic_model(bad, dir + "/bad.gguf", 2), Error);
   std::filesystem::remove_all(tmp);
 }
 

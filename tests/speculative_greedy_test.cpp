@@ -63,7 +63,6 @@ TEST_P(SpeculativeGreedyTest, EqualsPlainGreedyForEveryProposerAndGamma) {
   const std::vector<int32_t> prompt =
       loaded.tokenizer->encode("Once upon a time, there was a little dog. The dog was happy. Once upon a time,", true, false);
   const std::vector<int32_t> expected = plain_greedy(model, prompt, kNewTokens);
-  const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + kNewTokens;
 
   // A small random draft sharing the target's vocabulary (a poor guesser: many rejections).
   const std::string draft_path =

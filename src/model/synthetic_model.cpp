@@ -32,11 +32,16 @@ void fill_row(float* out, int64_t n, uint64_t tensor_key, int64_t row, float sca
 }  // namespace
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads) {
-  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "gemma3")
-    throw Error("synth: --arch must be llama, qwen2 or gemma3, not '" + spec.arch + "'");
-  if (spec.experts > 0 && (spec.arch != "llama" || spec.experts_used < 1 || spec.experts_used > spec.experts))
-    throw Error("synth: --experts needs --arch llama and 1 <= --experts-used <= --experts");
-  const bool gemma = spec.arch == "gemma3";
+  const std::string& arch = spec.arch;
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "phi3" && arch != "gemma2" &&
+      arch != "gemma3")
+    throw Error("synth: --arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma2 or gemma3, not '" + arch + "'");
+  if (spec.experts > 0 && ((arch != "llama" && arch != "qwen3moe") || spec.experts_used < 1 || spec.experts_used > spec.experts))
+    throw Error("synth: --experts needs --arch llama or qwen3moe and 1 <= --experts-used <= --experts");
+  if (arch == "qwen3moe" && spec.experts == 0) throw Error("synth: --arch qwen3moe needs --experts N");
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  const bool qk_norm = arch == "gemma3" || arch == "qwen3" || arch == "qwen3moe";
+  const bool tied_output = arch == "qwen2" || gemma;
   if (spec.dim <= 0 || spec.layers <= 0 || spec.heads <= 0 || spec.kv_heads <= 0 || spec.ffn <= 0 ||
       spec.dim % spec.heads != 0 || spec.heads % spec.kv_heads != 0 || (spec.dim / spec.heads) % 2 != 0)
     throw Error("synth: inconsistent shape (dim must divide by heads into an even head size, heads by kv-heads)");
@@ -61,14 +66,24 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   writer.set(p + "attention.head_count_kv", MetaValue::u32(static_cast<uint32_t>(spec.kv_heads)));
   writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-5f));
   writer.set(p + "rope.dimension_count", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
-  writer.set(p + "rope.freq_base", MetaValue::f32(spec.arch == "qwen2" || gemma ? 1e6f : 10000.0f));
+  writer.set(p + "rope.freq_base", MetaValue::f32(arch == "llama" || arch == "phi3" ? 10000.0f : 1e6f));
+  if (arch == "qwen3" || arch == "qwen3moe") {
+    writer.set(p + "attention.key_length", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
+    writer.set(p + "attention.value_length", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
+    writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
+  }
   if (gemma) {
     writer.set(p + "attention.sliding_window", MetaValue::u32(static_cast<uint32_t>(spec.window)));
     writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
   }
+  if (arch == "gemma2") {
+    writer.set(p + "attn_logit_softcapping", MetaValue::f32(50.0f));
+    writer.set(p + "final_logit_softcapping", MetaValue::f32(30.0f));
+  }
   if (spec.experts > 0) {
     writer.set(p + "expert_count", MetaValue::u32(static_cast<uint32_t>(spec.experts)));
     writer.set(p + "expert_used_count", MetaValue::u32(static_cast<uint32_t>(spec.experts_used)));
+    if (arch == "qwen3moe") writer.set(p + "expert_feed_forward_length", MetaValue::u32(static_cast<uint32_t>(spec.ffn)));
   }
   for (const auto& [key, value] : vocab->metadata())
     if (key.rfind("tokenizer.", 0) == 0) writer.set(key, value);
@@ -103,23 +118,29 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   auto scale_for = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
   add("token_embd.weight", spec.type, spec.dim, n_vocab, 1.0f, 0.0f);
   add("output_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
-  if (spec.arch == "llama") add("output.weight", spec.type, spec.dim, n_vocab, scale_for(spec.dim), 0.0f);
+  if (!tied_output) add("output.weight", spec.type, spec.dim, n_vocab, scale_for(spec.dim), 0.0f);
+  const int64_t head_dim = spec.dim / spec.heads;
   for (int64_t l = 0; l < spec.layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     add(b + "attn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
-    add(b + "attn_q.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
-    add(b + "attn_k.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
-    add(b + "attn_v.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
-    if (spec.arch == "qwen2") {
+    if (arch == "phi3") {  // fused: [q | k | v] rows
+      add(b + "attn_qkv.weight", spec.type, spec.dim, spec.dim + 2 * kv_dim, scale_for(spec.dim), 0.0f);
+    } else {
+      add(b + "attn_q.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+      add(b + "attn_k.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+      add(b + "attn_v.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+    }
+    if (arch == "qwen2") {
       add(b + "attn_q.bias", GgmlType::F32, spec.dim, 1, 0.02f, 0.0f);
       add(b + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
       add(b + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
     }
     add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
-    if (gemma) {
-      const int64_t head_dim = spec.dim / spec.heads;
+    if (qk_norm) {
       add(b + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
       add(b + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+    }
+    if (gemma) {
       add(b + "post_attention_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
       add(b + "post_ffw_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
     }
@@ -129,6 +150,11 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
       add(b + "ffn_gate_exps.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f, spec.experts);
       add(b + "ffn_up_exps.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f, spec.experts);
       add(b + "ffn_down_exps.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f, spec.experts);
+      continue;
+    }
+    if (arch == "phi3") {  // fused: [gate | up] rows
+      add(b + "ffn_up.weight", spec.type, spec.dim, 2 * spec.ffn, scale_for(spec.dim), 0.0f);
+      add(b + "ffn_down.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f);
       continue;
     }
     add(b + "ffn_gate.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
