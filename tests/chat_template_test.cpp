@@ -538,6 +538,32 @@ const GoldenCase kGoldenCases[] = {
      "<｜begin▁of▁sentence｜>  Be brief.\n<｜User｜> Hi <｜Assistant｜>\tHello!  <｜end▁of▁sentence｜><｜User｜>\nBye\n\n<｜Assistant｜>",
      "<｜begin▁of▁sentence｜><｜User｜>Hello!<｜Assistant｜>",
      "<｜begin▁of▁sentence｜>You are a helpful assistant.<｜User｜>Hello!<｜Assistant｜>Hi there. How can I help?<｜end▁of▁sentence｜>"},
+    // The rest rendered from ../shared/templates by the jinja2 reference (tests/tools/render_chat_reference.py).
+    {ChatTemplateKind::llama31,
+     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there. How can I help?<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2 + 2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there. How can I help?<|eot_id|>"},
+    {ChatTemplateKind::qwen3,
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nHi there. How can I help?<|im_end|>\n<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n",
+     "<|im_start|>system\n  Be brief.\n<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n<|im_start|>assistant\n\tHello!  <|im_end|>\n<|im_start|>user\n\nBye\n\n<|im_end|>\n<|im_start|>assistant\n",
+     "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n",
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHi there. How can I help?<|im_end|>\n"},
+    {ChatTemplateKind::qwen35,
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nHi there. How can I help?<|im_end|>\n<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n<think>\n",
+     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n<think>\n",
+     "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n",
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHi there. How can I help?<|im_end|>\n"},
+    {ChatTemplateKind::gemma4,
+     "<bos><|turn>system\nYou are a helpful assistant.<turn|>\n<|turn>user\nHello!<turn|>\n<|turn>model\nHi there. How can I help?<turn|>\n<|turn>user\nWhat is 2 + 2?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>",
+     "<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n<|turn>user\nBye<turn|>\n<|turn>model\n<|channel>thought\n<channel|>",
+     "<bos><|turn>user\nHello!<turn|>\n<|turn>model\n<|channel>thought\n<channel|>",
+     "<bos><|turn>system\nYou are a helpful assistant.<turn|>\n<|turn>user\nHello!<turn|>\n<|turn>model\nHi there. How can I help?<turn|>\n"},
+    {ChatTemplateKind::deepseek_r1,
+     "<｜begin▁of▁sentence｜>You are a helpful assistant.<｜User｜>Hello!<｜Assistant｜>Hi there. How can I help?<｜end▁of▁sentence｜><｜User｜>What is 2 + 2?<｜Assistant｜><think>\n",
+     "<｜begin▁of▁sentence｜>  Be brief.\n<｜User｜> Hi <｜Assistant｜>\tHello!  <｜end▁of▁sentence｜><｜User｜>\nBye\n\n<｜Assistant｜><think>\n",
+     "<｜begin▁of▁sentence｜><｜User｜>Hello!<｜Assistant｜><think>\n",
+     "<｜begin▁of▁sentence｜>You are a helpful assistant.<｜User｜>Hello!<｜Assistant｜>Hi there. How can I help?<｜end▁of▁sentence｜>"},
 };
 
 class ChatTemplateGolden : public testing::TestWithParam<GoldenCase> {
@@ -568,7 +594,8 @@ TEST_P(ChatTemplateGolden, EndingWithAnAnswerWithoutGenerationPrompt) {
 
 // What a chat session relies on to reuse its KV cache: the text the model saw in one turn — the prompt,
 // then its answer — starts the next turn's rendering. Every family keeps that except Mistral v3, whose
-// template moves the system message in front of the last user message.
+// template moves the system message in front of the last user message, and the reasoning
+// templates (Qwen3.5, Gemma 4, DeepSeek R1) whose generation prompt opens a block the history drops.
 TEST_P(ChatTemplateGolden, NextTurnExtendsWhatTheModelSaw) {
   const ChatTemplateKind kind = GetParam().kind;
   const ChatTemplate t = chat_template();
@@ -579,8 +606,12 @@ TEST_P(ChatTemplateGolden, NextTurnExtendsWhatTheModelSaw) {
       kind == ChatTemplateKind::llama2 || kind == ChatTemplateKind::mistral_v1 || kind == ChatTemplateKind::deepseek2;
   const std::string seen = render_chat(t, first_turn, true) + (answer_brings_space ? " " : "") + kConversation[2].content;
   const std::string next = render_chat(t, kConversation, true);
-  const bool moves_system = kind == ChatTemplateKind::mistral_v3 || kind == ChatTemplateKind::mistral_v3_tekken;
-  EXPECT_EQ(next.compare(0, seen.size(), seen) == 0, !moves_system) << next;
+  // Mistral v3 moves the system message; the reasoning templates open the answer with a think block
+  // or thought channel that the history leaves out.
+  const bool rewrites_history = kind == ChatTemplateKind::mistral_v3 || kind == ChatTemplateKind::mistral_v3_tekken ||
+                                kind == ChatTemplateKind::qwen35 || kind == ChatTemplateKind::gemma4 ||
+                                kind == ChatTemplateKind::deepseek_r1;
+  EXPECT_EQ(next.compare(0, seen.size(), seen) == 0, !rewrites_history) << next;
 }
 
 std::string family_name(const testing::TestParamInfo<GoldenCase>& info) {

@@ -66,7 +66,6 @@ class ServerErrorsTest : public TwoServersTest<ServerErrorsTest> {
     EXPECT_TRUE(e.contains("param")) << what;
     EXPECT_TRUE(e.contains("code")) << what;
   }
-
 };
 
 TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing) {
@@ -143,6 +142,14 @@ TEST_F(ServerErrorsTest, MalformedRequestsGetTheRight4xxAndTheServerKeepsServing
       {"unknown role", "/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, "messages[0].role"},
       {"content a number", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages[0].content"},
       {"message without a role", "/v1/chat/completions", R"({"messages": [{"content": "hi"}]})", 400, "messages[0].role"},
+      {"unknown chat_template_kwargs key", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"tools_in_user_message": true}})", 400,
+       "chat_template_kwargs.tools_in_user_message"},
+      {"enable_thinking not a boolean", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"enable_thinking": "no"}})", 400,
+       "chat_template_kwargs.enable_thinking"},
+      {"chat_template_kwargs not an object", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": [1]})", 400, "chat_template_kwargs"},
       {"invalid UTF-8 in a message", "/v1/chat/completions",
        std::string("{\"messages\": [{\"role\": \"user\", \"content\": \"\xf5\x80\x80\x80\"}]}"), 400, nullptr},
       {"top_logprobs without logprobs", "/v1/chat/completions",

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "core/error.h"
 #include "model/sequence_runner.h"
 #include "sampling/sampler.h"
+#include "server/api_error.h"
+#include "server/openai_protocol.h"
 #include "tokenizer/chat_template.h"
 
 namespace nucleus::cli {
@@ -41,6 +44,7 @@ struct ChatOptions {
   ModelSource source;
   std::string system;
   std::string chat_template;  // empty: the model's own
+  std::string chat_template_kwargs;  // JSON object, as in requests: {"enable_thinking": false}
   int n_predict = 512;        // tokens per answer at most
   int n_threads = 0;
   int64_t n_ctx = 0;
@@ -224,10 +228,10 @@ class ConversationCache {
 // token carries the space ("▁Hi", "ĠHi"); storing it too would double it in the history and the next
 // turn would not see the text the model saw. (SentencePiece decoding drops that space the same way.)
 std::string stored_answer(const ChatTemplate& chat_template, std::vector<ChatMessage> messages, const std::string& answer,
-                          const std::string& seen_text) {
+                          const std::string& seen_text, std::optional<bool> enable_thinking) {
   auto reproduces_seen_text = [&](const std::string& content) {
     messages.push_back({"assistant", content});
-    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/false);
+    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/false, enable_thinking);
     messages.pop_back();
     return rendered.compare(0, seen_text.size(), seen_text) == 0;
   };
@@ -275,6 +279,16 @@ int run_chat(const ChatOptions& options) {
   Model& model = *loaded.model;
   const Tokenizer& tokenizer = *loaded.tokenizer;
   const ChatTemplate chat_template = chat_template_for_model(model.file(), tokenizer, options.chat_template);
+  std::optional<bool> enable_thinking;
+  if (!options.chat_template_kwargs.empty()) {
+    const nlohmann::json kwargs = nlohmann::json::parse(options.chat_template_kwargs, nullptr, false);
+    if (kwargs.is_discarded()) throw Error("--chat-template-kwargs: not valid JSON: " + options.chat_template_kwargs);
+    try {
+      enable_thinking = server::parse_chat_template_kwargs(nlohmann::json{{"chat_template_kwargs", kwargs}});
+    } catch (const server::ApiError& e) {
+      throw Error(std::string("--chat-template-kwargs: ") + e.what());
+    }
+  }
 
   const int64_t n_ctx_train = model.hparams().n_ctx_train;
   if (options.n_ctx > n_ctx_train)
@@ -310,7 +324,7 @@ int run_chat(const ChatOptions& options) {
     }
     if (is_blank(line)) continue;
     messages.push_back({"user", line});
-    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/true);
+    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/true, enable_thinking);
 
     TurnStats stats;
     ConversationCache::Prefill prefill;
@@ -346,7 +360,7 @@ int run_chat(const ChatOptions& options) {
     write_out(tail + "\n");
     stats.decode_seconds = seconds_since(decode_start);
     print_stats(stats);
-    messages.push_back({"assistant", stored_answer(chat_template, messages, answer, cache.seen_text())});
+    messages.push_back({"assistant", stored_answer(chat_template, messages, answer, cache.seen_text(), enable_thinking)});
   }
   return 0;
 }
@@ -360,6 +374,8 @@ Runner add_chat_command(CLI::App& app) {
   cmd->add_option("--system", options->system, "system message that opens the conversation");
   cmd->add_option("--chat-template", options->chat_template,
                   "template family instead of the model's (" + chat_template_names() + ")");
+  cmd->add_option("--chat-template-kwargs", options->chat_template_kwargs,
+                  "the template's variables as JSON, e.g. '{\"enable_thinking\": false}' (Qwen3, Gemma 4)");
   cmd->add_option("-n,--n-predict", options->n_predict, "maximum tokens per answer (default 512)")->check(CLI::PositiveNumber);
   cmd->add_option("-c,--ctx-size", options->n_ctx, "context length (default: the model's, at most 4096)")
       ->check(CLI::NonNegativeNumber);

@@ -102,12 +102,13 @@ std::vector<ChatMessage> parse_messages(const json& body) {
   return out;
 }
 
-std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const ModelContext& model, bool add_generation_prompt) {
+std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const ModelContext& model, bool add_generation_prompt,
+                                 std::optional<bool> enable_thinking) {
   if (!model.chat_template)
     throw ApiError(400, "this model has no usable chat template (" + model.chat_template_error +
                             "); start the server with --chat-template NAME", "invalid_request_error", "messages");
   try {
-    return encode_chat_prompt(*model.tokenizer, render_chat(*model.chat_template, messages, add_generation_prompt));
+    return encode_chat_prompt(*model.tokenizer, render_chat(*model.chat_template, messages, add_generation_prompt, enable_thinking));
   } catch (const Error& e) {
     throw invalid_param("messages", e.what());
   }
@@ -224,6 +225,25 @@ void require_object(const json& body) {
 
 }  // namespace
 
+// chat_template_kwargs (vLLM's and llama-server's field for the template's own variables): we render
+// templates natively, so only the variables they read are accepted — enable_thinking (a boolean);
+// any other key is a 400 naming it, never silently ignored.
+std::optional<bool> parse_chat_template_kwargs(const json& body) {
+  const json* kwargs = field(body, "chat_template_kwargs");
+  if (!kwargs || kwargs->is_null()) return std::nullopt;
+  if (!kwargs->is_object()) throw invalid_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+  std::optional<bool> enable_thinking;
+  for (const auto& [key, value] : kwargs->items()) {
+    if (key != "enable_thinking")
+      throw invalid_param("chat_template_kwargs." + key, "chat_template_kwargs '" + key +
+                                                            "' is not supported (supported: enable_thinking)");
+    if (!value.is_boolean())
+      throw invalid_param("chat_template_kwargs.enable_thinking", "'chat_template_kwargs.enable_thinking' must be a boolean");
+    enable_thinking = value.get<bool>();
+  }
+  return enable_thinking;
+}
+
 void check_model_name(const json& body, const ModelContext& model) {
   const json* name = field(body, "model");
   if (!name) return;
@@ -258,7 +278,7 @@ GenerationRequest parse_chat_request(const json& body, const ModelContext& model
   parse_common(body, model, request);
   const std::vector<ChatMessage> messages = parse_messages(body);
   const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
-  request.prompts.push_back(encode_chat(messages, model, add_generation_prompt));
+  request.prompts.push_back(encode_chat(messages, model, add_generation_prompt, parse_chat_template_kwargs(body)));
   const bool logprobs = bool_field(body, "logprobs").value_or(false);
   auto top = integer_field(body, "top_logprobs", 0, 20);
   if (top && !logprobs) throw invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
@@ -272,7 +292,7 @@ std::vector<int32_t> parse_tokenize_request(const json& body, const ModelContext
   check_model_name(body, model);
   if (field(body, "messages")) {
     const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
-    return encode_chat(parse_messages(body), model, add_generation_prompt);
+    return encode_chat(parse_messages(body), model, add_generation_prompt, parse_chat_template_kwargs(body));
   }
   auto prompt = string_field(body, "prompt");
   if (!prompt) throw invalid_param("prompt", "'prompt' (a string) or 'messages' is required");

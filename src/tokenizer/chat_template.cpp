@@ -2,6 +2,8 @@
 // encoded.
 #include "tokenizer/chat_template.h"
 
+#include <ctime>
+
 #include "core/error.h"
 #include "io/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -31,7 +33,22 @@ constexpr FamilyInfo kFamilies[] = {
     {ChatTemplateKind::deepseek, "deepseek", "<｜begin▁of▁sentence｜>", "<|EOT|>"},
     {ChatTemplateKind::deepseek2, "deepseek2", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"},
     {ChatTemplateKind::deepseek3, "deepseek3", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"},
+    {ChatTemplateKind::llama31, "llama31", "<|begin_of_text|>", "<|eot_id|>"},
+    {ChatTemplateKind::qwen3, "qwen3", "", "<|im_end|>"},
+    {ChatTemplateKind::qwen35, "qwen35", "", "<|im_end|>"},
+    {ChatTemplateKind::gemma4, "gemma4", "<bos>", "<eos>"},
+    {ChatTemplateKind::deepseek_r1, "deepseek-r1", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"},
 };
+
+// Today as strftime("%d %b %Y") writes it in the C locale ("02 Dec 2026"), in UTC.
+std::string today_date_string() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%d %b %Y", &utc);
+  return buffer;
+}
 
 // DeepSeek Coder's template writes this when the conversation has no system message.
 constexpr const char* kDeepSeekCoderSystem =
@@ -76,6 +93,17 @@ ChatTemplate make_chat_template(ChatTemplateKind kind) {
   return chat_template;
 }
 
+std::optional<ChatTemplate> chat_template_from_source(std::string_view jinja) {
+  const std::optional<ChatTemplateKind> kind = detect_chat_template(jinja);
+  if (!kind) return std::nullopt;
+  ChatTemplate chat_template = make_chat_template(*kind);
+  if (*kind == ChatTemplateKind::chatml) chat_template.default_system_message = chatml_default_system_message(jinja);
+  if (*kind == ChatTemplateKind::gemma) chat_template.accepts_system = gemma_accepts_system(jinja);
+  if (*kind == ChatTemplateKind::llama31 && jinja.find("strftime_now") != std::string_view::npos)
+    chat_template.date_string = today_date_string();
+  return chat_template;
+}
+
 ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& tokenizer, const std::string& override_name) {
   ChatTemplate chat_template;
   if (!override_name.empty()) {
@@ -87,12 +115,11 @@ ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& toke
     if (!source || source->type != MetaType::STRING || source->str.empty())
       throw Error(file.path() + " has no tokenizer.chat_template; choose one with --chat-template NAME (" +
                   chat_template_names() + ")");
-    const std::optional<ChatTemplateKind> kind = detect_chat_template(source->str);
-    if (!kind)
+    const std::optional<ChatTemplate> from_source = chat_template_from_source(source->str);
+    if (!from_source)
       throw Error(file.path() + ": tokenizer.chat_template is not a family nucleus renders (it begins '" +
                   excerpt(source->str) + "'); choose one with --chat-template NAME (" + chat_template_names() + ")");
-    chat_template = make_chat_template(*kind);
-    if (*kind == ChatTemplateKind::chatml) chat_template.default_system_message = chatml_default_system_message(source->str);
+    chat_template = *from_source;
   }
   // The Jinja source's bos_token / eos_token are the vocabulary's.
   if (tokenizer.bos_id() >= 0) chat_template.bos_token = tokenizer.token_text(tokenizer.bos_id());

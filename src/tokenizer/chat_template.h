@@ -19,7 +19,14 @@
 //   gemma              <bos><start_of_turn>user\n…<end_of_turn>\n      Gemma 1–3 (assistant is "model")
 //   deepseek           ### Instruction:\n…\n### Response:\n…\n<|EOT|>\n   DeepSeek Coder instruct
 //   deepseek2          User: …\n\nAssistant: …EOS                      DeepSeek LLM chat, DeepSeek V2
-//   deepseek3          <｜User｜>…<｜Assistant｜>…<｜end▁of▁sentence｜>   DeepSeek V2.5, V3, R1 distills
+//   deepseek3          <｜User｜>…<｜Assistant｜>…<｜end▁of▁sentence｜>   DeepSeek V2.5, V3
+//   llama31            llama3 after a system turn "Cutting Knowledge Date: …\nToday Date: …"   Llama 3.1, 3.2, 3.3
+//   qwen3              chatml; <think>…</think> kept only after the last user turn;           Qwen3
+//                      enable_thinking=false → an empty think block opens the answer
+//   qwen35             qwen3, every message trimmed, the answer opens "<think>\n"            Qwen3.5
+//   deepseek-r1        deepseek3 with the last system message, answers without reasoning,   DeepSeek R1 distills
+//                      and the answer opening "<think>\n"
+//   gemma4             <bos><|turn>user\n…<turn|>\n, an empty thought channel unless thinking   Gemma 4
 // Each family follows its official template's quirks, e.g. Mistral v3 puts the system message in front
 // of the last user message (so history changes as a conversation grows), Gemma and Mistral v1 fold it
 // into the first user message, Llama 3 and Gemma trim every message.
@@ -54,6 +61,11 @@ enum class ChatTemplateKind {
   deepseek,
   deepseek2,
   deepseek3,
+  llama31,
+  qwen3,
+  qwen35,
+  gemma4,
+  deepseek_r1,
 };
 
 // role: "system", "user" or "assistant" (anything else is an Error when rendered).
@@ -71,6 +83,11 @@ struct ChatTemplate {
   // The system message the official template writes when the conversation does not start with one
   // (Qwen2's "You are a helpful assistant", DeepSeek Coder's); empty: none.
   std::string default_system_message;
+  // Gemma 2's template raises on a system message (Gemma 3's folds it into the first user turn).
+  bool accepts_system = true;
+  // llama31: the "Today Date" it writes (Llama 3.1's fixed "26 Jul 2024"; templates that call
+  // strftime_now, like Llama 3.2's, get the day the template was made for a model).
+  std::string date_string = "26 Jul 2024";
 };
 
 // "chatml", "llama2", …, "mistral-v3-tekken" (the table above).
@@ -86,9 +103,15 @@ std::optional<ChatTemplateKind> detect_chat_template(std::string_view jinja);
 // The system message a ChatML template writes when the conversation has none, read from its source
 // ('<|im_start|>system\nYou are a helpful assistant<|im_end|>\n'); empty when it writes none.
 std::string chatml_default_system_message(std::string_view jinja);
+// False for a Gemma template that refuses system messages (Gemma 2's "System role not supported").
+bool gemma_accepts_system(std::string_view jinja);
 
 // The family with its usual BOS/EOS texts ("<s>", "</s>", "<bos>", …) and built-in system message.
 ChatTemplate make_chat_template(ChatTemplateKind kind);
+
+// The family of a Jinja source with what the source itself sets (ChatML's default system message,
+// Gemma 2's refusal of system messages, Llama 3.2's date of today); nullopt as detect_chat_template.
+std::optional<ChatTemplate> chat_template_from_source(std::string_view jinja);
 
 // The template for a model: `override_name` when not empty (an unknown name is an Error listing the
 // known ones), else the family of the file's tokenizer.chat_template (a missing or unrecognized template
@@ -99,11 +122,13 @@ ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& toke
 // turn (families whose user turn already ends in the assistant's cue, like [/INST], add nothing). Throws
 // Error for a role other than system/user/assistant, and for a system message after the first message
 // in families that can only place one at the start (llama2, mistral-*, gemma).
+// enable_thinking: the template variable of reasoning models (Qwen3, Gemma 4; chat_template_kwargs
+// in requests); nullopt leaves it undefined, as a caller that does not pass it. Other families ignore it.
 std::string render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt);
+                        bool add_generation_prompt, std::optional<bool> enable_thinking = std::nullopt);
 inline std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
-                               bool add_generation_prompt) {
-  return render_chat(make_chat_template(kind), messages, add_generation_prompt);
+                               bool add_generation_prompt, std::optional<bool> enable_thinking = std::nullopt) {
+  return render_chat(make_chat_template(kind), messages, add_generation_prompt, enable_thinking);
 }
 
 // Token ids of a rendered prompt, encoded as the header comment says (parse_special, BOS once, no EOS).

@@ -57,6 +57,18 @@ std::optional<ChatTemplateKind> detect_chat_template(std::string_view jinja) {
     if (has("<|im_sep|>")) return std::nullopt;          // Phi-4: role<|im_sep|>content, no line breaks
     if (has("<end_of_utterance>")) return std::nullopt;  // SmolVLM: <|im_start|> is only its BOS
     if (!has("<|im_end|>")) return std::nullopt;
+    if (has("think")) {
+      // Reasoning templates each treat <think> their own way; only Qwen3's and Qwen3.5's are rendered.
+      // (QwQ, SmolLM3, Nemotron, LFM2.5, StepFun, MiniCPM5, Bielik: refused, never rendered as plain ChatML.)
+      if (has("ns.last_query_index") && has("enable_thinking is defined and enable_thinking is false")) {
+        if (has("'<think>\\n' }}") && has("System message must be at the beginning.")) return ChatTemplateKind::qwen35;
+        if (has("loop.last or (not loop.last and reasoning_content)")) return ChatTemplateKind::qwen3;
+      }
+      return std::nullopt;
+    }
+    // Tool-use templates that write their own system turn (Hermes 2 Pro "tool_use") are not plain ChatML.
+    if (has("tools") && has("<tool_call>") && !has("messages[0]['role'] == 'system'") && !has("messages[0].role == 'system'"))
+      return std::nullopt;
     return ChatTemplateKind::chatml;
   }
   if (has("[INST]")) {
@@ -67,10 +79,21 @@ std::optional<ChatTemplateKind> detect_chat_template(std::string_view jinja) {
     if (has("\"[/INST]\"") || has("'[/INST]'")) return ChatTemplateKind::mistral_v3;
     return ChatTemplateKind::mistral_v1;  // ' [/INST]': v1, and the older Mistral/Mixtral templates of that tokenizer
   }
-  if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>")) return ChatTemplateKind::llama3;
+  if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>")) {
+    // Llama 3.1+: a system turn with the knowledge cutoff and today's date, always.
+    if (has("Cutting Knowledge Date: December 2023")) {
+      if (has("builtin_tools") || has("strftime_now") || has("26 Jul 2024")) return ChatTemplateKind::llama31;
+      return std::nullopt;
+    }
+    // Function-calling variants (Functionary, FireFunction) write their own system turns.
+    if (has("functions") || has("tools")) return std::nullopt;
+    return ChatTemplateKind::llama3;
+  }
+  if (has("<|turn>") && has("<turn|>")) return ChatTemplateKind::gemma4;
   if (has("<start_of_turn>") && has("<end_of_turn>")) return ChatTemplateKind::gemma;
   if (has("<|assistant|>") && has("<|end|>")) {
     if (has("<|tool|>")) return std::nullopt;  // Phi-4-mini: no line break after the role
+    if (has("BEGIN FINAL RESPONSE")) return std::nullopt;  // ServiceNow Apriel: reasoning steps, then a final-response marker
     return ChatTemplateKind::phi3;
   }
   if (has("<|user|>") && has("<|assistant|>")) {
@@ -82,11 +105,21 @@ std::optional<ChatTemplateKind> detect_chat_template(std::string_view jinja) {
     return std::nullopt;
   }
   if (has("### Instruction:") && has("<|EOT|>")) return ChatTemplateKind::deepseek;
-  if (has("<｜User｜>") && has("<｜Assistant｜>") && has("<｜end▁of▁sentence｜>")) return ChatTemplateKind::deepseek3;
+  if (has("<｜User｜>") && has("<｜Assistant｜>") && has("<｜end▁of▁sentence｜>")) {
+    if (!has("think")) return ChatTemplateKind::deepseek3;
+    // R1 distills; the later DeepSeek templates (V3.1 and on: thinking switches, their own tool
+    // formats) are refused.
+    if (has("'<｜Assistant｜><think>\\n'") && has("{%- set ns.system_prompt = message['content'] -%}") &&
+        !has("is_tool_outputs"))  // llama.cpp's own R1 template with tools differs
+      return ChatTemplateKind::deepseek_r1;
+    return std::nullopt;
+  }
   if (normalized_has("'User:'+message['content']") && normalized_has("'Assistant:'+message['content']+eos_token"))
     return ChatTemplateKind::deepseek2;
   return std::nullopt;
 }
+
+bool gemma_accepts_system(std::string_view jinja) { return jinja.find("System role not supported") == std::string_view::npos; }
 
 std::string chatml_default_system_message(std::string_view jinja) {
   // Look for a string literal that is a whole system turn with fixed text:

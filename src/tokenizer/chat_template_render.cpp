@@ -1,6 +1,8 @@
 // Rendering a conversation, family by family. Each renderer reproduces its official Jinja template
 // (named in its comment) for system/user/assistant messages, including where that template trims
 // message text and where it places the system message.
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -173,6 +175,7 @@ std::string render_zephyr(const ChatTemplate& t, const Messages& messages, bool 
 // system message, untrimmed and followed by a blank line, opens the first turn.
 std::string render_gemma(const ChatTemplate& t, const Messages& messages, bool add_generation_prompt) {
   const SplitSystem split = split_leading_system(messages);
+  if (split.system && !t.accepts_system) throw Error("this Gemma chat template does not accept a system message");
   std::string out = t.bos_token;
   for (size_t i = 0; i < split.rest.size(); ++i) {
     const ChatMessage& m = *split.rest[i];
@@ -181,6 +184,169 @@ std::string render_gemma(const ChatTemplate& t, const Messages& messages, bool a
     out += "<start_of_turn>" + role + "\n" + prefix + trim(m.content) + "<end_of_turn>\n";
   }
   if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// meta-llama/Llama-3.1-8B-Instruct (and 3.2, 3.3) without tools: bos, a system turn of
+// "Cutting Knowledge Date: December 2023\nToday Date: DATE\n\n" + the system message (trimmed), then
+// every other message as Llama 3 writes it (trimmed).
+std::string render_llama31(const ChatTemplate& t, const Messages& messages, bool add_generation_prompt) {
+  const SplitSystem split = split_leading_system(messages);
+  std::string out = t.bos_token + "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
+                    t.date_string + "\n\n" + (split.system ? trim(*split.system) : "") + "<|eot_id|>";
+  for (const ChatMessage* m : split.rest)
+    out += "<|start_header_id|>" + m->role + "<|end_header_id|>\n\n" + trim(m->content) + "<|eot_id|>";
+  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+std::string strip_chars(const std::string& s, char c, bool left, bool right) {
+  size_t begin = 0, end = s.size();
+  while (left && begin < end && s[begin] == c) ++begin;
+  while (right && end > begin && s[end - 1] == c) --end;
+  return s.substr(begin, end - begin);
+}
+
+// An answer's reasoning and its text, as the Qwen3 templates split "…<think>R</think>\n\nA": R is
+// before the first </think> (after its last <think>), A after the last </think>.
+struct Reasoned {
+  std::string reasoning;
+  std::string content;
+};
+Reasoned split_reasoning(const std::string& text) {
+  const size_t first_close = text.find("</think>");
+  if (first_close == std::string::npos) return {"", text};
+  std::string before = strip_chars(text.substr(0, first_close), '\n', false, true);
+  const size_t open = before.rfind("<think>");
+  if (open != std::string::npos) before = before.substr(open + 7);
+  const size_t last_close = text.rfind("</think>");
+  return {strip_chars(before, '\n', true, false), strip_chars(text.substr(last_close + 8), '\n', true, false)};
+}
+
+// The last user message (the query the current answer responds to); Qwen3's last_query_index.
+size_t last_query_index(const Messages& messages) {
+  for (size_t i = messages.size(); i-- > 0;)
+    if (messages[i].role == "user") return i;
+  return messages.size() - 1;
+}
+
+// Qwen/Qwen3-0.6B (every Qwen3 size) without tools: ChatML; an answer after the last user message
+// keeps its reasoning in a think block (the last message always gets one), earlier answers lose
+// theirs; with enable_thinking=false the generation prompt writes an empty think block.
+std::string render_qwen3(const Messages& messages, bool add_generation_prompt, std::optional<bool> enable_thinking) {
+  std::string out;
+  const size_t query = messages.empty() ? 0 : last_query_index(messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role != "assistant") {
+      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      continue;
+    }
+    const Reasoned r = split_reasoning(m.content);
+    out += "<|im_start|>assistant\n";
+    if (i > query && (i + 1 == messages.size() || !r.reasoning.empty())) {
+      out += "<think>\n" + strip_chars(r.reasoning, '\n', true, true) + "\n</think>\n\n" + strip_chars(r.content, '\n', true, false);
+    } else {
+      out += r.content;
+    }
+    out += "<|im_end|>\n";
+  }
+  if (add_generation_prompt) {
+    out += "<|im_start|>assistant\n";
+    if (enable_thinking == false) out += "<think>\n\n</think>\n\n";
+  }
+  return out;
+}
+
+// Qwen/Qwen3.5-4B without tools or images: as Qwen3, but every message is trimmed, a system message
+// only opens the conversation, a user message is required, every answer after the last user message
+// has its (trimmed) reasoning block, and the generation prompt opens one ("<think>\n") unless
+// enable_thinking=false closes it empty.
+std::string render_qwen35(const Messages& messages, bool add_generation_prompt, std::optional<bool> enable_thinking) {
+  if (std::none_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "user"; }))
+    throw Error("the Qwen3.5 chat template needs a user message");
+  std::string out;
+  const size_t query = last_query_index(messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const std::string content = trim(m.content);
+    if (m.role == "system") {
+      if (i > 0) throw Error("the Qwen3.5 chat template accepts a system message only as the first message");
+      out += "<|im_start|>system\n" + content + "<|im_end|>\n";
+    } else if (m.role == "user") {
+      out += "<|im_start|>user\n" + content + "<|im_end|>\n";
+    } else {
+      const Reasoned r = split_reasoning(content);
+      out += "<|im_start|>assistant\n";
+      out += i > query ? "<think>\n" + trim(r.reasoning) + "\n</think>\n\n" + r.content : r.content;
+      out += "<|im_end|>\n";
+    }
+  }
+  if (add_generation_prompt) out += enable_thinking == false ? "<|im_start|>assistant\n<think>\n\n</think>\n\n" : "<|im_start|>assistant\n<think>\n";
+  return out;
+}
+
+// An answer's text without Gemma 4's thought channels ("<|channel>…<channel|>"), trimmed.
+std::string strip_gemma4_thinking(const std::string& text) {
+  std::string result;
+  size_t start = 0;
+  while (true) {
+    const size_t close = text.find("<channel|>", start);
+    const std::string part = text.substr(start, close == std::string::npos ? std::string::npos : close - start);
+    const size_t open = part.find("<|channel>");
+    result += open == std::string::npos ? part : part.substr(0, open);
+    if (close == std::string::npos) break;
+    start = close + 10;
+  }
+  return trim(result);
+}
+
+// google/gemma-4-31B-it without tools or media: bos; a system turn when there is a system message
+// or thinking is on ("<|think|>\n" first); then "<|turn>" + role ("model" for the assistant) + "\n" +
+// text (trimmed; answers without their thought channels) + "<turn|>\n", consecutive answers sharing
+// one turn header; the generation prompt opens a model turn with an empty thought channel unless
+// thinking is on.
+std::string render_gemma4(const ChatTemplate& t, const Messages& messages, bool add_generation_prompt,
+                          std::optional<bool> enable_thinking) {
+  const bool thinking = enable_thinking.value_or(false);
+  const SplitSystem split = split_leading_system(messages);
+  std::string out = t.bos_token;
+  if (thinking || split.system) {
+    out += "<|turn>system\n";
+    if (thinking) out += "<|think|>\n";
+    if (split.system) out += trim(*split.system);
+    out += "<turn|>\n";
+  }
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = *split.rest[i];
+    const bool model = m.role == "assistant";
+    if (!(model && i > 0 && split.rest[i - 1]->role == "assistant")) out += "<|turn>" + std::string(model ? "model" : m.role) + "\n";
+    out += (model ? strip_gemma4_thinking(m.content) : trim(m.content)) + "<turn|>\n";
+  }
+  if (add_generation_prompt) {
+    out += "<|turn>model\n";
+    if (!thinking) out += "<|channel>thought\n<channel|>";
+  }
+  return out;
+}
+
+// deepseek-ai/DeepSeek-R1-Distill-* without tools: bos + the last system message, then
+// '<｜User｜>' + content per question and '<｜Assistant｜>' + the text after the answer's last
+// </think> + eos per answer; the generation prompt opens the reasoning: '<｜Assistant｜><think>\n'.
+std::string render_deepseek_r1(const ChatTemplate& t, const Messages& messages, bool add_generation_prompt) {
+  std::string system;
+  for (const ChatMessage& m : messages)
+    if (m.role == "system") system = m.content;
+  std::string out = t.bos_token + system;
+  for (const ChatMessage& m : messages) {
+    if (m.role == "user") {
+      out += "<｜User｜>" + m.content;
+    } else if (m.role == "assistant") {
+      const size_t close = m.content.rfind("</think>");
+      out += "<｜Assistant｜>" + (close == std::string::npos ? m.content : m.content.substr(close + 8)) + "<｜end▁of▁sentence｜>";
+    }
+  }
+  if (add_generation_prompt) out += "<｜Assistant｜><think>\n";
   return out;
 }
 
@@ -245,7 +411,7 @@ std::string render_deepseek3(const ChatTemplate& t, const Messages& messages, bo
 }  // namespace
 
 std::string render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& input,
-                        bool add_generation_prompt) {
+                        bool add_generation_prompt, std::optional<bool> enable_thinking) {
   const ChatTemplateKind kind = chat_template.kind;
   const bool system_only_first = kind == ChatTemplateKind::llama2 || kind == ChatTemplateKind::mistral_v1 ||
                                  kind == ChatTemplateKind::mistral_v3 || kind == ChatTemplateKind::mistral_v3_tekken ||
@@ -275,6 +441,11 @@ std::string render_chat(const ChatTemplate& chat_template, const std::vector<Cha
     case ChatTemplateKind::deepseek: return render_deepseek(chat_template, messages, add_generation_prompt);
     case ChatTemplateKind::deepseek2: return render_deepseek2(chat_template, messages, add_generation_prompt);
     case ChatTemplateKind::deepseek3: return render_deepseek3(chat_template, messages, add_generation_prompt);
+    case ChatTemplateKind::llama31: return render_llama31(chat_template, messages, add_generation_prompt);
+    case ChatTemplateKind::qwen3: return render_qwen3(messages, add_generation_prompt, enable_thinking);
+    case ChatTemplateKind::qwen35: return render_qwen35(messages, add_generation_prompt, enable_thinking);
+    case ChatTemplateKind::deepseek_r1: return render_deepseek_r1(chat_template, messages, add_generation_prompt);
+    case ChatTemplateKind::gemma4: return render_gemma4(chat_template, messages, add_generation_prompt, enable_thinking);
   }
   throw Error("unknown chat template kind");
 }
