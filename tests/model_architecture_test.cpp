@@ -271,7 +271,7 @@ namespace nucleus {
 namespace {
 
 // `nucleus synth` writes every family of the architecture issue at any shape (for benchmarks):
-// a Mixtral-style MoE, Qwen3 and Qwen3-MoE, Phi-3, Gemma 2 and Gemma 3 with sliding layers. The loader
+// a Mixtral-style MoE, Qwen3 and Qwen3-MoE, Phi-3, Gemma 2, 3 and 4 with sliding layers. The loader
 // must accept every tensor and key it writes (an unused one would be an error), read the family's
 // features back, and run a forward pass.
 TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
@@ -291,7 +291,7 @@ TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
   const Family families[] = {{"llama", Architecture::Llama, 4},  {"qwen2", Architecture::Qwen2},
                              {"qwen3", Architecture::Qwen3},     {"qwen3moe", Architecture::Qwen3Moe, 4},
                              {"phi3", Architecture::Phi3},       {"gemma2", Architecture::Gemma2, 0, 4},
-                             {"gemma3", Architecture::Gemma3, 0, 6}};
+                             {"gemma3", Architecture::Gemma3, 0, 6}, {"gemma4", Architecture::Gemma4, 0, 6}};
   for (const Family& family : families) {
     SCOPED_TRACE(family.arch);
     SyntheticModelSpec spec = base;
@@ -307,16 +307,21 @@ TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
       moe += l.n_expert == family.experts && l.n_expert_used == 2;
       qk_norm += l.qk_norm;
     }
-    const int expected_sliding = family.arch == "gemma2" ? 2 : family.arch == "gemma3" ? 5 : 0;  // alternating; 5 : 1
+    const int expected_sliding = family.arch == "gemma2" ? 2 : family.arch == "gemma3" || family.arch == "gemma4" ? 5 : 0;  // alternating; 5 : 1
     EXPECT_EQ(sliding, expected_sliding);
     EXPECT_EQ(moe, family.experts > 0 ? family.layers : 0);
-    const bool has_qk_norm = family.arch == "qwen3" || family.arch == "qwen3moe" || family.arch == "gemma3";
+    const bool has_qk_norm = family.arch == "qwen3" || family.arch == "qwen3moe" || family.arch == "gemma3" || family.arch == "gemma4";
     EXPECT_EQ(qk_norm, has_qk_norm ? family.layers : 0);
     if (family.arch == "phi3") {
       EXPECT_TRUE(hp.fused_qkv);
       EXPECT_TRUE(hp.fused_gate_up);
     }
-    EXPECT_FLOAT_EQ(hp.final_softcap, family.arch == "gemma2" ? 30.0f : 0.0f);
+    EXPECT_FLOAT_EQ(hp.final_softcap, family.arch == "gemma2" || family.arch == "gemma4" ? 30.0f : 0.0f);
+    if (family.arch == "gemma4") {  // full layers: twice the head size, V from the raw K projection
+      EXPECT_EQ(hp.layers[5].head_dim, 2 * hp.layers[0].head_dim);
+      EXPECT_TRUE(hp.layers[5].k_as_v);
+      EXPECT_FALSE(hp.layers[0].k_as_v);
+    }
     std::vector<int32_t> tokens;
     for (int i = 0; i < 20; ++i) tokens.push_back(1 + (i * 53) % 500);
     SequenceRunner runner(*model, static_cast<int64_t>(tokens.size()), 2);

@@ -28,10 +28,10 @@ Runner add_synth_command(CLI::App& app) {
   cmd->add_option("--kv-heads", spec.kv_heads, "key/value heads")->check(CLI::PositiveNumber);
   cmd->add_option("--ffn", spec.ffn, "feed-forward width")->check(CLI::PositiveNumber);
   cmd->add_option("--ctx", spec.context_length, "context length")->check(CLI::PositiveNumber);
-  cmd->add_option("--arch", spec.arch, "llama, qwen2, qwen3, qwen3moe, phi3, gemma2 or gemma3");
+  cmd->add_option("--arch", spec.arch, "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3 or gemma4");
   cmd->add_option("--experts", spec.experts, "llama (Mixtral-style) or qwen3moe: an MoE FFN of this many experts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--experts-used", spec.experts_used, "experts per token (top-k)")->check(CLI::PositiveNumber);
-  cmd->add_option("--window", spec.window, "gemma2, gemma3: sliding window of the local layers")->check(CLI::PositiveNumber);
+  cmd->add_option("--window", spec.window, "gemma2/3/4: sliding window of the local layers")->check(CLI::PositiveNumber);
   cmd->add_option("--type", options->type, "weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
   cmd->add_option("--seed", spec.seed, "random seed");
   cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);

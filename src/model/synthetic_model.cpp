@@ -34,13 +34,14 @@ void fill_row(float* out, int64_t n, uint64_t tensor_key, int64_t row, float sca
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads) {
   const std::string& arch = spec.arch;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "phi3" && arch != "gemma2" &&
-      arch != "gemma3")
-    throw Error("synth: --arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma2 or gemma3, not '" + arch + "'");
+      arch != "gemma3" && arch != "gemma4")
+    throw Error("synth: --arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3 or gemma4, not '" + arch + "'");
   if (spec.experts > 0 && ((arch != "llama" && arch != "qwen3moe") || spec.experts_used < 1 || spec.experts_used > spec.experts))
     throw Error("synth: --experts needs --arch llama or qwen3moe and 1 <= --experts-used <= --experts");
   if (arch == "qwen3moe" && spec.experts == 0) throw Error("synth: --arch qwen3moe needs --experts N");
-  const bool gemma = arch == "gemma2" || arch == "gemma3";
-  const bool qk_norm = arch == "gemma3" || arch == "qwen3" || arch == "qwen3moe";
+  const bool gemma4 = arch == "gemma4";
+  const bool gemma = arch == "gemma2" || arch == "gemma3" || gemma4;
+  const bool qk_norm = arch == "gemma3" || gemma4 || arch == "qwen3" || arch == "qwen3moe";
   const bool tied_output = arch == "qwen2" || gemma;
   if (spec.dim <= 0 || spec.layers <= 0 || spec.heads <= 0 || spec.kv_heads <= 0 || spec.ffn <= 0 ||
       spec.dim % spec.heads != 0 || spec.heads % spec.kv_heads != 0 || (spec.dim / spec.heads) % 2 != 0)
@@ -75,6 +76,28 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   if (gemma) {
     writer.set(p + "attention.sliding_window", MetaValue::u32(static_cast<uint32_t>(spec.window)));
     writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
+  }
+  // Gemma 4 (dense, as its 1B-class files): 5 sliding layers : 1 full; full layers have twice the
+  // head size and read V from the raw K projection (no attn_v); no per-layer inputs, no KV sharing.
+  const int64_t head_swa = spec.dim / spec.heads;
+  const int64_t head_full = gemma4 ? 2 * head_swa : head_swa;
+  auto gemma4_sliding = [&](int64_t il) { return il % 6 < 5; };
+  if (gemma4) {
+    MetaValue pattern;
+    pattern.type = MetaType::ARRAY;
+    pattern.elem_type = MetaType::BOOL;
+    for (int64_t il = 0; il < spec.layers; ++il) pattern.ints.push_back(gemma4_sliding(il) ? 1 : 0);
+    writer.set(p + "attention.sliding_window_pattern", pattern);
+    writer.set(p + "attention.key_length", MetaValue::u32(static_cast<uint32_t>(head_full)));
+    writer.set(p + "attention.value_length", MetaValue::u32(static_cast<uint32_t>(head_full)));
+    writer.set(p + "attention.key_length_swa", MetaValue::u32(static_cast<uint32_t>(head_swa)));
+    writer.set(p + "attention.value_length_swa", MetaValue::u32(static_cast<uint32_t>(head_swa)));
+    writer.set(p + "rope.dimension_count", MetaValue::u32(static_cast<uint32_t>(head_full)));
+    writer.set(p + "rope.dimension_count_swa", MetaValue::u32(static_cast<uint32_t>(head_swa)));
+    writer.set(p + "rope.freq_base_swa", MetaValue::f32(10000.0f));
+    writer.set(p + "attention.shared_kv_layers", MetaValue::u32(0));
+    writer.set(p + "embedding_length_per_layer_input", MetaValue::u32(0));
+    writer.set(p + "final_logit_softcapping", MetaValue::f32(30.0f));
   }
   if (arch == "gemma2") {
     writer.set(p + "attn_logit_softcapping", MetaValue::f32(50.0f));
@@ -119,11 +142,18 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   add("token_embd.weight", spec.type, spec.dim, n_vocab, 1.0f, 0.0f);
   add("output_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
   if (!tied_output) add("output.weight", spec.type, spec.dim, n_vocab, scale_for(spec.dim), 0.0f);
-  const int64_t head_dim = spec.dim / spec.heads;
   for (int64_t l = 0; l < spec.layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
+    const int64_t head_dim = gemma4 && !gemma4_sliding(l) ? head_full : head_swa;
     add(b + "attn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
-    if (arch == "phi3") {  // fused: [q | k | v] rows
+    if (gemma4) {
+      const int64_t q_dim = spec.heads * head_dim, layer_kv_dim = spec.kv_heads * head_dim;
+      add(b + "attn_q.weight", spec.type, spec.dim, q_dim, scale_for(spec.dim), 0.0f);
+      add(b + "attn_k.weight", spec.type, spec.dim, layer_kv_dim, scale_for(spec.dim), 0.0f);
+      if (gemma4_sliding(l)) add(b + "attn_v.weight", spec.type, spec.dim, layer_kv_dim, scale_for(spec.dim), 0.0f);
+      add(b + "attn_output.weight", spec.type, q_dim, spec.dim, scale_for(q_dim), 0.0f);
+      add(b + "layer_output_scale.weight", GgmlType::F32, 1, 1, 0.0f, 1.0f);
+    } else if (arch == "phi3") {  // fused: [q | k | v] rows
       add(b + "attn_qkv.weight", spec.type, spec.dim, spec.dim + 2 * kv_dim, scale_for(spec.dim), 0.0f);
     } else {
       add(b + "attn_q.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
@@ -135,7 +165,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
       add(b + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
       add(b + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.02f, 0.0f);
     }
-    add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+    if (!gemma4) add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
     if (qk_norm) {
       add(b + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
       add(b + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);

@@ -12,13 +12,14 @@ struct SyntheticModelSpec {
   // "llama" (with experts > 0: Mixtral-style MoE), "qwen2" (QKV biases, NEOX rope, tied output),
   // "qwen3" (QK-norm, NEOX rope), "qwen3moe" (qwen3 with `experts` experts of ffn each), "phi3"
   // (fused QKV and gate|up), "gemma2" (GELU, post-norms, soft-caps, tied output, alternating
-  // sliding-window layers) or "gemma3" (gemma2 with QK-norm, no attention soft-cap, 5 local : 1 global)
+  // sliding-window layers), "gemma3" (gemma2 with QK-norm, no attention soft-cap, 5 local : 1 global)
+  // or "gemma4" (dense: gemma3's pattern, full layers with twice the head size and K as V)
   std::string arch = "llama";
   std::string vocab_path;      // GGUF whose tokenizer.* metadata is copied
   int64_t dim = 256, layers = 2, heads = 8, kv_heads = 8, ffn = 688;
   int64_t context_length = 2048;
   int64_t experts = 0, experts_used = 2;  // llama, qwen3moe: FFN as `experts` experts, top-`experts_used`
-  int64_t window = 1024;                  // gemma2, gemma3: the local layers' sliding window
+  int64_t window = 1024;                  // gemma2-4: the local layers' sliding window
   GgmlType type = GgmlType::F16;  // matrices; norms and biases stay F32
   uint64_t seed = 1;
 };
