@@ -18,8 +18,9 @@ std::vector<int32_t> random_prompt(uint64_t seed, int64_t length, int64_t n_voca
 
 std::vector<EngineResult> run_engine(Model& model, const EngineConfig& config,
                                      const std::vector<std::vector<int32_t>>& prompts,
-                                     const std::vector<RequestOptions>& options, EngineStats* stats) {
-  LLMEngine engine(model, nullptr, config);
+                                     const std::vector<RequestOptions>& options, EngineStats* stats,
+                                     const Tokenizer* tokenizer) {
+  LLMEngine engine(model, tokenizer, config);
   std::map<int64_t, size_t> index;
   for (size_t i = 0; i < prompts.size(); ++i) index[engine.add_request(prompts[i], options[i])] = i;
   std::vector<EngineResult> results(prompts.size());
@@ -30,6 +31,7 @@ std::vector<EngineResult> run_engine(Model& model, const EngineConfig& config,
       r.tokens.insert(r.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
       for (const auto& l : out.logits) r.logits.push_back(l);
       r.spec = out.spec;
+      r.text += out.text;
       if (out.finished) r.reason = out.finish_reason;
     }
   }

@@ -192,17 +192,19 @@ void add_bench_batch_command(CLI::App& bench, std::function<void(Runner)> set_ru
 void add_bench_serve_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 void add_bench_spec_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 void add_bench_workload_command(CLI::App& bench, std::function<void(Runner)> set_runner);
+void add_bench_structured_command(CLI::App& bench, std::function<void(Runner)> set_runner);
 
 Runner add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "prompt-processing and generation throughput (llama-bench style)");
-  // `bench batch|serve|spec|workload ...` replace the default runner when it is parsed.
+  // `bench batch|serve|spec|workload|structured ...` replace the default runner when it is parsed.
   auto chosen = std::make_shared<Runner>();
   cmd->require_subcommand(0, 1);
   add_bench_batch_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_bench_serve_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_bench_spec_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_bench_workload_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
+  add_bench_structured_command(*cmd, [chosen](Runner r) { *chosen = std::move(r); });
   add_model_flags(*cmd, options->source);
   cmd->add_option("-p,--n-prompt", options->prompts, "prompt sizes, comma-separated (0 = none)");
   cmd->add_option("-n,--n-gen", options->gens, "generation lengths, comma-separated (0 = none)");

@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/speculation_flags.h"
@@ -31,6 +33,7 @@
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
+#include "structured/constraint.h"
 
 namespace nucleus::cli {
 
@@ -55,7 +58,38 @@ struct GenerateOptions {
   LogprobsParams logprobs;
   std::string logprobs_source = "raw";
   SpeculationFlags speculation;
+  // Structured output (at most one): --json-schema FILE, --grammar FILE, --regex RE, --choice A,B,C.
+  std::string json_schema_file, grammar_file, regex;
+  std::vector<std::string> choices;
+  std::shared_ptr<const Grammar> grammar;  // compiled from the one given
 };
+
+std::string read_text_file(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(std::string(flag) + ": cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The structured-output flag given, compiled; null when none. Errors name the flag.
+std::shared_ptr<const Grammar> compile_structured_flags(const GenerateOptions& options) {
+  std::vector<std::pair<const char*, ConstraintSpec>> given;
+  if (!options.json_schema_file.empty())
+    given.push_back({"--json-schema", {ConstraintSpec::Kind::json_schema, read_text_file(options.json_schema_file, "--json-schema"), {}, false}});
+  if (!options.grammar_file.empty())
+    given.push_back({"--grammar", {ConstraintSpec::Kind::grammar, read_text_file(options.grammar_file, "--grammar"), {}, false}});
+  if (!options.regex.empty()) given.push_back({"--regex", {ConstraintSpec::Kind::regex, options.regex, {}, false}});
+  if (!options.choices.empty()) given.push_back({"--choice", {ConstraintSpec::Kind::choice, "", options.choices, false}});
+  if (given.empty()) return nullptr;
+  if (given.size() > 1) throw Error(std::string(given[0].first) + " and " + given[1].first + " cannot be combined");
+  ConstraintCompiler compiler;
+  try {
+    return compiler.compile(given[0].second).grammar;
+  } catch (const Error& e) {
+    throw Error(std::string(given[0].first) + ": " + e.what());
+  }
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -217,6 +251,7 @@ int run_on_engine(const GenerateOptions& options, const LoadedModel& loaded, con
   RequestOptions request;
   request.sampling = sampling_params_for(options, tokenizer);
   request.stop = options.stop;
+  request.grammar = options.grammar;
   const auto n_prompt = static_cast<int64_t>(setup.prompt.size());
   std::unique_ptr<ProposerFactory> proposers;
   if (options.speculation.enabled()) {
@@ -411,6 +446,10 @@ int run_generate(GenerateOptions options) {
   if (options.speculation.enabled() && (beam_mode || options.n_samples > 1 || options.logprobs.enabled()))
     throw Error("speculative decoding (--draft/--spec) runs one sequence: it cannot be combined with --n, --beams or --logprobs");
   validate_sampling_params(options.sampling);
+  options.grammar = compile_structured_flags(options);
+  if (options.grammar && (beam_mode || options.n_samples > 1 || options.logprobs.enabled()))
+    throw Error("structured output (--json-schema/--grammar/--regex/--choice) runs on the engine's one-sequence path: "
+                "it cannot be combined with --n, --beams or --logprobs here (the server's n and logprobs honour it)");
 
   ModelSource source = options.source;
   source.n_ctx = options.n_ctx;  // the context the model is loaded for (Phi-3 picks its rope factors by it)
@@ -490,6 +529,10 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--stop", options->stop.stop, "stop string, never printed; repeatable")->allow_extra_args(false);
   cmd->add_option("--min-tokens", options->stop.min_tokens, "generate at least this many tokens")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--ignore-eos", options->stop.ignore_eos, "do not stop at end-of-generation tokens");
+  cmd->add_option("--json-schema", options->json_schema_file, "constrain the output to JSON valid under this schema file");
+  cmd->add_option("--grammar", options->grammar_file, "constrain the output to this GBNF grammar file (llama.cpp's format)");
+  cmd->add_option("--regex", options->regex, "constrain the whole output to match this regular expression");
+  cmd->add_option("--choice", options->choices, "the output is exactly one of these strings (comma-separated)")->delimiter(',');
   cmd->add_option("--logprobs", options->logprobs.top_logprobs, "print JSON lines with each token's logprob and K alternatives")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--logprobs-source", options->logprobs_source, "raw (model, default) or processed (after the chain)");

@@ -91,6 +91,7 @@ void LLMEngine::validate_request(const std::vector<int32_t>& prompt, const Reque
     throw Error("num_speculative_tokens must be in [0, " + std::to_string(kMaxSpeculativeTokens) + "], got " +
                 std::to_string(options.num_speculative_tokens));
   if (options.stop.max_tokens < 0) throw Error("max_tokens must not be negative");
+  if (options.grammar && !tokenizer_) throw Error("structured output needs the model's tokenizer");
   if (options.stop.min_tokens < 0) throw Error("min_tokens must not be negative");
 }
 
@@ -114,6 +115,14 @@ int64_t LLMEngine::add_request(std::vector<int32_t> prompt, RequestOptions optio
     request->detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
   }
   options.sampling.min_tokens = std::max(options.sampling.min_tokens, options.stop.min_tokens);
+  if (options.grammar) {
+    if (!vocabulary_trie_) vocabulary_trie_ = std::make_shared<const VocabularyTrie>(*tokenizer_);
+    if (constraint_tables_.size() >= 32)
+      std::erase_if(constraint_tables_, [](const auto& entry) { return entry.second.use_count() == 1; });
+    std::shared_ptr<ConstraintTables>& tables = constraint_tables_[options.grammar.get()];
+    if (!tables) tables = std::make_shared<ConstraintTables>(options.grammar, vocabulary_trie_);
+    request->constraint = std::make_unique<TokenConstraint>(tables);
+  }
   request->sampler = std::make_unique<SamplerChain>(options.sampling);
   request->stop = std::make_unique<StopChecker>(options.stop);
   request->options = std::move(options);
@@ -268,11 +277,33 @@ std::vector<RequestOutput> LLMEngine::step() {
     // The pass's tokens: a plain sample, or the accepted drafts and one more.
     std::vector<int32_t>& emitted = emitted_;
     emitted.clear();
+    RequestOutput out;
+    if (request.constraint) {
+      // The token budget may have cut the drafts short: only the computed ones are checked.
+      if (request.speculative()) request.draft.tokens.resize(static_cast<size_t>(rows.n_rows - 1));
+      bool dead = false;
+      const auto start = std::chrono::steady_clock::now();
+      logits = mask_constrained_rows(request, logits, rows.n_rows, dead);
+      out.mask_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (dead) {
+        // Nothing can follow: a complete output ends here; an incomplete one cannot be finished
+        // with this vocabulary (the request is told so, never answered with broken output).
+        const bool complete = request.constraint->complete();
+        if (complete && request.detokenizer) out.text += request.detokenizer->flush();
+        finish(request, complete ? FinishReason::stop : FinishReason::none, out);
+        if (!complete) out.error = "structured output: no token of the vocabulary can continue the output";
+        outputs.push_back(std::move(out));
+        finished_ids.push_back(request.id);
+        continue;
+      }
+    }
+    const int64_t n_verify = request.speculative() ? static_cast<int64_t>(request.draft.tokens.size()) : 0;
     if (request.speculative()) {
-      // The token budget may have cut the drafts short: only the computed ones are verified.
+      // The token budget may have cut the drafts short: only the computed ones are verified
+      // (and a constraint may have dropped those after the first it refuses).
       const int64_t n_draft = rows.n_rows - 1;
-      request.draft.tokens.resize(static_cast<size_t>(n_draft));
-      if (!request.draft.probs.empty()) request.draft.probs.resize(static_cast<size_t>(n_draft * n_vocab));
+      request.draft.tokens.resize(static_cast<size_t>(std::min(n_draft, n_verify)));
+      if (!request.draft.probs.empty()) request.draft.probs.resize(request.draft.tokens.size() * static_cast<size_t>(n_vocab));
       const VerificationResult result = verifier_.verify(*request.sampler, request.tokens, request.draft, logits, n_vocab,
                                                          request.sampler->seed(), first_position);
       emitted.assign(request.draft.tokens.begin(), request.draft.tokens.begin() + result.num_accepted);
@@ -290,8 +321,10 @@ std::vector<RequestOutput> LLMEngine::step() {
       emitted.push_back(request.sampler->sample(logits, n_vocab, context));
     }
     request.draft.clear();
+    if (request.constraint)
+      for (int32_t token : emitted)
+        if (!request.constraint->accept_token(token)) throw Error("internal: a masked sample broke its grammar");
 
-    RequestOutput out;
     out.request_id = request.id;
     out.num_prompt_tokens = request.num_prompt_tokens;
     out.seed = request.sampler->seed();
@@ -313,6 +346,31 @@ std::vector<RequestOutput> LLMEngine::step() {
   const auto now = std::chrono::steady_clock::now();
   for (RequestOutput& out : outputs) out.produced_at = now;
   return outputs;
+}
+
+const float* LLMEngine::mask_constrained_rows(Request& request, const float* logits, int64_t n_rows, bool& dead) {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  TokenConstraint& constraint = *request.constraint;
+  std::vector<int32_t>& drafts = request.draft.tokens;
+  masked_rows_.resize(static_cast<size_t>(n_rows * n_vocab));
+  size_t taken = 0;  // drafts accepted by the grammar so far (undone below)
+  int64_t row = 0;
+  for (; row < n_rows; ++row) {
+    float* masked = masked_rows_.data() + row * n_vocab;
+    std::copy_n(logits + row * n_vocab, n_vocab, masked);
+    constraint.mask_logits(masked, n_vocab);
+    if (row == 0) dead = constraint.allowed_tokens().count() == 0;
+    if (row >= static_cast<int64_t>(drafts.size())) break;
+    if (!constraint.accept_token(drafts[static_cast<size_t>(row)])) {
+      drafts.resize(static_cast<size_t>(row) + 1);  // keep the refused draft: verification rejects it
+      break;
+    }
+    ++taken;
+  }
+  // Every draft accepted: the loop also masked the bonus row. A refused draft ends the list, and
+  // the row after it is never read (verification stops at the refusal).
+  constraint.rollback(taken);
+  return masked_rows_.data();
 }
 
 EngineStats LLMEngine::stats() const {

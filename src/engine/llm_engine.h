@@ -55,6 +55,7 @@ struct RequestOutput {
   int64_t num_output_tokens = 0;
   uint64_t seed = 0;
   SpeculativeStats spec;  // the request's speculative counters so far (zero for plain requests)
+  std::vector<double> mask_seconds;  // structured output: the time of each token mask computed this step
   std::chrono::steady_clock::time_point produced_at;  // when the step that made it ended
 };
 
@@ -114,6 +115,11 @@ class LLMEngine {
   void propose_group(std::span<const DueDraft> group, std::vector<RequestOutput>& outputs);
   // Appends one generated token to the request and its output; true when that finished it.
   bool emit(Request& request, int32_t token, const float* logits_row, RequestOutput& out);
+  // A constrained request's logits rows for this pass, masked (into masked_rows_): row k allows what
+  // the grammar allows after the first k drafts. Drafts after the first one the grammar refuses are
+  // dropped (that one stays: verification must reject it, p = 0, and draw from the residual).
+  // Returns the rows to sample from; sets `dead` when no token at all can follow.
+  const float* mask_constrained_rows(Request& request, const float* logits, int64_t n_rows, bool& dead);
 
   Model& model_;
   const Tokenizer* tokenizer_;
@@ -133,6 +139,11 @@ class LLMEngine {
   ModelRunner::StepResult step_result_;
   DraftVerifier verifier_;
   std::vector<int32_t> emitted_;
+  std::shared_ptr<const VocabularyTrie> vocabulary_trie_;  // built on the first constrained request
+  // Per compiled grammar (the compiler's cache hands out the same one for the same schema): the
+  // automaton and masks that every request with that grammar shares. Unused ones are dropped.
+  std::unordered_map<const Grammar*, std::shared_ptr<ConstraintTables>> constraint_tables_;
+  std::vector<float> masked_rows_;                         // [rows, n_vocab] of the request being sampled
 };
 
 // Blocks for a KV budget in bytes (keys and values of every layer, 4 bytes per element for f32,

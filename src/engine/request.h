@@ -15,6 +15,8 @@
 #include "sampling/stop_conditions.h"
 #include "speculative/proposer.h"
 #include "speculative/speculative_stats.h"
+#include "structured/grammar.h"
+#include "structured/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {
@@ -31,6 +33,10 @@ struct RequestOptions {
   // The proposer serves this request alone (it may keep per-sequence state, e.g. a draft KV cache).
   std::shared_ptr<Proposer> proposer;
   int32_t num_speculative_tokens = 0;
+  // Structured output: every sampled token keeps the output a prefix of a sentence of this grammar
+  // (tokens that would break it are masked to −inf before the sampler chain; end-of-generation is
+  // allowed exactly when the output is complete). Null: unconstrained. Needs the engine's tokenizer.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 struct Request {
@@ -44,6 +50,7 @@ struct Request {
   std::unique_ptr<SamplerChain> sampler;
   std::unique_ptr<StopChecker> stop;
   std::unique_ptr<IncrementalDetokenizer> detokenizer;  // when the engine has a tokenizer
+  std::unique_ptr<TokenConstraint> constraint;          // when options.grammar is set
 
   // KV cache bookkeeping (kv_cache_manager.h).
   std::vector<int32_t> block_table;     // block ids for positions 0, block_size, 2·block_size, ...

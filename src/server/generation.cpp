@@ -62,6 +62,7 @@ void Generation::finish(SequenceState& sequence, const char* reason) {
 
 bool Generation::take(SequenceState& sequence, RequestOutput& out, std::vector<SequenceDelta>& deltas) {
   const auto now = std::chrono::steady_clock::now();
+  metrics_.observe_structured_mask(out.mask_seconds);
   if (!out.new_tokens.empty()) {
     if (!sequence.has_output) {
       metrics_.observe_time_to_first_token(seconds_between(start_, now));

@@ -21,6 +21,7 @@ using nlohmann::json;
 struct HttpServer::Served {
   ServedModel model;
   ModelContext context;
+  ConstraintCompiler constraints;  // compiled structured-output grammars, cached by content
 };
 
 namespace {
@@ -77,6 +78,7 @@ void HttpServer::attach(ServedModel model) {
   context.chat_template_error = served->model.chat_template_error;
   context.model_name = served->model.name;
   context.max_model_len = served->model.max_model_len;
+  context.constraints = &served->constraints;
   std::lock_guard<std::mutex> lock(served_mutex_);
   served_ = std::move(served);
 }
@@ -240,6 +242,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     const json body = parse_body(req);
     const GenerationRequest request = endpoint == Endpoint::completions ? parse_completion_request(body, served->context)
                                                                         : parse_chat_request(body, served->context);
+    if (request.constraint_compile_seconds > 0) metrics_.observe_structured_compile(request.constraint_compile_seconds);
     const int64_t limit = config_.max_num_seqs + config_.max_waiting_seqs;
     if (in_flight_.load() + request.num_sequences() > limit)
       throw ApiError(503, "the server is at capacity (" + std::to_string(in_flight_.load()) + " sequences in flight, limit " +

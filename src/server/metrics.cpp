@@ -55,7 +55,20 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 ServerMetrics::ServerMetrics()
     : time_to_first_token_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0}),
       inter_token_latency_({0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1.0, 2.5}),
-      e2e_latency_({0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0}) {}
+      e2e_latency_({0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0}),
+      structured_compile_({0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0}),
+      structured_mask_({0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1}) {}
+
+void ServerMetrics::observe_structured_compile(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  structured_compile_.observe(seconds);
+}
+
+void ServerMetrics::observe_structured_mask(const std::vector<double>& seconds) {
+  if (seconds.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (double s : seconds) structured_mask_.observe(s);
+}
 
 void ServerMetrics::observe_time_to_first_token(double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -106,6 +119,10 @@ std::string ServerMetrics::render(const EngineStats* stats) const {
   time_to_first_token_.render(out, "nucleus_time_to_first_token_seconds", "Time from submission to the first generated token.");
   inter_token_latency_.render(out, "nucleus_inter_token_latency_seconds", "Time between consecutive outputs of a sequence.");
   e2e_latency_.render(out, "nucleus_e2e_request_latency_seconds", "Time from submission to the end of a sequence.");
+  structured_compile_.render(out, "nucleus_structured_compile_seconds",
+                             "Time to compile a structured-output constraint (schema, grammar, regex, choice); cache hits not counted.");
+  structured_mask_.render(out, "nucleus_structured_mask_seconds",
+                          "Time to compute the allowed-token masks of one constrained sequence in one step.");
   header(out, "nucleus_request_success_total", "counter", "Finished sequences by how they ended.");
   for (const char* reason : {"stop", "length", "abort", "error"}) {
     auto it = sequences_finished_.find(reason);

@@ -37,6 +37,9 @@ class ServerMetrics {
   // One finished sequence: its end-to-end latency and how it ended ("stop", "length", "abort", "error").
   void observe_sequence_finished(double e2e_seconds, const std::string& finished_reason);
   void count_http_response(int status);
+  // Structured output: compiling a request's constraint (cache misses only) and each token mask.
+  void observe_structured_compile(double seconds);
+  void observe_structured_mask(const std::vector<double>& seconds);
 
   // The whole exposition; `stats` is null before the model is loaded.
   std::string render(const EngineStats* stats) const;
@@ -46,6 +49,8 @@ class ServerMetrics {
   Histogram time_to_first_token_;
   Histogram inter_token_latency_;
   Histogram e2e_latency_;
+  Histogram structured_compile_;
+  Histogram structured_mask_;
   std::map<std::string, int64_t> sequences_finished_;  // by reason
   std::map<int, int64_t> http_responses_;              // by status
 };

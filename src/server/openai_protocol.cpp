@@ -1,5 +1,7 @@
 #include "server/openai_protocol.h"
 
+#include "server/structured_output_fields.h"
+
 #include <cmath>
 #include <limits>
 
@@ -115,7 +117,22 @@ std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const
 }
 
 // The fields both endpoints share. max_tokens is handled by the callers (their defaults differ).
+void parse_structured_output(const json& body, const ModelContext& model, GenerationRequest& request) {
+  const StructuredOutputField so = parse_structured_output_fields(body);
+  if (!so.spec.active()) return;
+  if (!model.constraints) throw invalid_param(so.field, "structured output is not available on this server");
+  try {
+    const ConstraintCompiler::Compiled compiled = model.constraints->compile(so.spec);
+    request.options.grammar = compiled.grammar;
+    request.constraint_compile_seconds = compiled.seconds;
+    request.constraint_field = so.field;
+  } catch (const Error& e) {
+    throw invalid_param(so.field, "'" + so.field + "': " + e.what());
+  }
+}
+
 void parse_common(const json& body, const ModelContext& model, GenerationRequest& request) {
+  parse_structured_output(body, model, request);
   SamplingParams& s = request.options.sampling;
   StopParams& stop = request.options.stop;
   if (auto v = number_field(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*v);

@@ -5,7 +5,10 @@
 // either) / messages, max_tokens / max_completion_tokens, temperature, top_p, n, stream,
 // stream_options.include_usage, stop, seed, presence_penalty, frequency_penalty, logit_bias,
 // logprobs (+ top_logprobs for chat), user; vLLM's extras top_k, min_p, repetition_penalty,
-// min_tokens, ignore_eos. Unknown fields are ignored and null means "not given", as OpenAI does.
+// min_tokens, ignore_eos; structured output in every dialect (structured_output_fields.h:
+// response_format, structured_outputs, guided_*, grammar, json_schema), compiled here so a bad
+// schema is a 400 before anything runs. Unknown fields are ignored and null means "not given", as
+// OpenAI does.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "structured/constraint.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,6 +33,7 @@ struct ModelContext {
   std::string chat_template_error;              // why, for that 400
   std::string model_name;
   int64_t max_model_len = 0;
+  ConstraintCompiler* constraints = nullptr;    // structured output (null: such requests get 400)
 };
 
 struct GenerationRequest {
@@ -41,6 +46,8 @@ struct GenerationRequest {
   bool include_usage = false;                 // stream_options.include_usage
   int32_t top_logprobs = -1;                  // < 0: no logprobs; 0: the chosen token's only
   std::string user;
+  std::string constraint_field;               // the structured-output field given ("" when none)
+  double constraint_compile_seconds = -1;     // its compile time (0: from the cache; < 0: none)
 
   int64_t num_sequences() const { return static_cast<int64_t>(prompts.size()) * n; }
 };

@@ -1,0 +1,139 @@
+#include "structured/grammar_matcher.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace nucleus {
+namespace {
+
+using Kind = GrammarSymbol::Kind;
+
+void sort_unique(std::vector<uint32_t>& v) {
+  if (v.size() < 2) return;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// Expansion depth bound: only chains of nullable rules recurse without consuming, and a checked
+// grammar has no cycles among them, so this is reached only by absurdly deep grammars.
+constexpr int kMaxExpansionDepth = 20000;
+
+}  // namespace
+
+GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+  nodes_.push_back(Node{0, 0});  // kAccepted: the empty stack
+  for (uint32_t start : grammar_->alternatives[grammar_->root]) expand(start, kAccepted, initial_, 0);
+  sort_unique(initial_);
+}
+
+uint32_t GrammarAutomaton::intern(uint32_t pos, uint32_t parent) {
+  const uint64_t key = (static_cast<uint64_t>(pos) << 32) | parent;
+  auto [it, added] = node_ids_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+  if (added) nodes_.push_back(Node{pos, parent});
+  return it->second;
+}
+
+void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int depth) {
+  if (depth > kMaxExpansionDepth) throw Error("grammar: expansion too deep (nested empty rules)");
+  const std::vector<GrammarSymbol>& code = grammar_->code;
+  for (;;) {
+    const GrammarSymbol& sym = code[pos];
+    if (sym.kind == Kind::bytes) {
+      out.push_back(intern(pos, parent));
+      return;
+    }
+    if (sym.kind == Kind::end) {
+      if (parent == kAccepted) {
+        out.push_back(kAccepted);
+        return;
+      }
+      const Node frame = nodes_[parent];  // return into the frame below
+      pos = frame.pos;
+      parent = frame.parent;
+      continue;
+    }
+    // A rule reference: its alternatives run above a frame that returns to pos + 1 — none when
+    // pos + 1 ends the alternative (a tail call).
+    const uint32_t after = pos + 1;
+    const uint32_t below = code[after].kind == Kind::end ? parent : intern(after, parent);
+    for (uint32_t start : grammar_->alternatives[sym.rule]) expand(start, below, out, depth + 1);
+    return;
+  }
+}
+
+std::pair<const uint32_t*, size_t> GrammarAutomaton::step(uint32_t node, uint8_t byte) {
+  if (node >= step_rows_.size()) step_rows_.resize(nodes_.size());
+  if (!step_rows_[node]) step_rows_[node] = std::make_unique<uint32_t[]>(256);  // zeroed: nothing computed
+  uint32_t entry = step_rows_[node][byte];
+  if (entry == 0) {
+    const Node n = nodes_[node];
+    const GrammarSymbol& sym = grammar_->code[n.pos];
+    scratch_.clear();
+    if (byte >= sym.lo && byte <= sym.hi) expand(n.pos + 1, n.parent, scratch_, 0);
+    sort_unique(scratch_);
+    step_spans_.emplace_back(static_cast<uint32_t>(step_pool_.size()), static_cast<uint32_t>(scratch_.size()));
+    step_pool_.insert(step_pool_.end(), scratch_.begin(), scratch_.end());
+    entry = static_cast<uint32_t>(step_spans_.size());
+    step_rows_[node][byte] = entry;  // expand() grows nodes_ only; this row stays where it is
+  }
+  const auto [offset, count] = step_spans_[entry - 1];
+  return {step_pool_.data() + offset, count};
+}
+
+void GrammarAutomaton::advance(const State& state, uint8_t byte, State& out) {
+  out.clear();
+  if (state.size() == 1) {  // the common case: one stack, whose memoized step is sorted already
+    if (state[0] == kAccepted) return;
+    const auto [next, count] = step(state[0], byte);
+    out.assign(next, next + count);
+    return;
+  }
+  for (uint32_t node : state) {
+    if (node == kAccepted) continue;
+    const auto [next, count] = step(node, byte);
+    out.insert(out.end(), next, next + count);
+  }
+  sort_unique(out);
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton) : automaton_(std::move(automaton)) {
+  history_.push_back(automaton_->initial_state());
+}
+
+bool GrammarMatcher::accept(std::string_view bytes) {
+  const size_t before = history_.size();
+  for (char c : bytes) {
+    GrammarAutomaton::State next;
+    automaton_->advance(history_.back(), static_cast<uint8_t>(c), next);
+    if (next.empty()) {
+      history_.resize(before);
+      return false;
+    }
+    history_.push_back(std::move(next));
+  }
+  sizes_.push_back(bytes.size());
+  return true;
+}
+
+void GrammarMatcher::rollback(size_t n) {
+  if (n > sizes_.size()) throw Error("internal: grammar rollback past the start");
+  for (size_t i = 0; i < n; ++i) {
+    history_.resize(history_.size() - sizes_.back());
+    sizes_.pop_back();
+  }
+}
+
+bool grammar_matches(const Grammar& grammar, std::string_view text) {
+  GrammarMatcher m(std::make_shared<GrammarAutomaton>(std::make_shared<const Grammar>(grammar)));
+  return m.accept(text) && m.accepting();
+}
+
+size_t grammar_prefix_length(const Grammar& grammar, std::string_view text) {
+  GrammarMatcher m(std::make_shared<GrammarAutomaton>(std::make_shared<const Grammar>(grammar)));
+  size_t n = 0;
+  while (n < text.size() && m.accept(text.substr(n, 1))) ++n;
+  return n;
+}
+
+}  // namespace nucleus

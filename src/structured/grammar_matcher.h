@@ -1,0 +1,100 @@
+// Runs a Grammar over bytes: the set of parse stacks after each byte, as a pushdown automaton.
+//
+// A stack is a chain of frames; the top frame's position is a `bytes` symbol (the next byte it
+// can take), the frames below are return positions. Frames are hash-consed — one node per
+// (position, parent) — so a stack is a single node id, equal stacks have equal ids, and a state
+// (the set of live stacks) is a sorted vector of ids that can be compared and cached. Node 0 is
+// the empty stack: the root rule is complete. A rule reference in tail position pushes no frame,
+// so repetition (`x*` = `r ::= x r |`) keeps the stack depth, and the state, constant.
+//
+// Transitions (node, byte) → nodes are memoized, so walking a vocabulary trie (token_mask.h)
+// mostly reads tables. history() keeps every state since the start: rollback() pops them (for
+// speculative drafts that were rejected).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "structured/grammar.h"
+
+namespace nucleus {
+
+// The stack nodes of one grammar and the memoized transitions between them. Shared by every
+// matcher of the same compiled constraint on one thread (not thread-safe: each engine thread owns
+// its matchers; compiled constraints are copied per request).
+class GrammarAutomaton {
+ public:
+  explicit GrammarAutomaton(std::shared_ptr<const Grammar> grammar);
+
+  using State = std::vector<uint32_t>;  // sorted, unique stack node ids; empty = dead
+  static constexpr uint32_t kAccepted = 0;  // the empty stack
+
+  const State& initial_state() const { return initial_; }
+  // The state after `byte` from `state`, into `out` (cleared first).
+  void advance(const State& state, uint8_t byte, State& out);
+  // True when some stack of `state` can take `byte` next.
+  bool can_take(const State& state, uint8_t byte) const {
+    for (uint32_t node : state) {
+      if (node == kAccepted) continue;
+      const GrammarSymbol& sym = grammar_->code[nodes_[node].pos];
+      if (byte >= sym.lo && byte <= sym.hi) return true;
+    }
+    return false;
+  }
+  static bool accepting(const State& state) { return !state.empty() && state.front() == kAccepted; }
+
+  size_t num_nodes() const { return nodes_.size(); }
+  const Grammar& grammar() const { return *grammar_; }
+
+ private:
+  struct Node {
+    uint32_t pos;     // top frame: a bytes symbol; below: a return position
+    uint32_t parent;  // the frame below; kAccepted at the bottom
+  };
+  uint32_t intern(uint32_t pos, uint32_t parent);
+  // Pushes every top node reachable from executing `pos` with `parent` below, without consuming.
+  void expand(uint32_t pos, uint32_t parent, State& out, int depth);
+  // The nodes after `node` takes `byte` (memoized); empty when the byte does not fit.
+  std::pair<const uint32_t*, size_t> step(uint32_t node, uint8_t byte);
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> node_ids_;  // (pos << 32 | parent) → node
+  // Memoized steps: per node, lazily, 256 entries (one per byte) of 1 + an index into step_spans_
+  // (0: not computed yet); a span is [offset, count) in step_pool_.
+  std::vector<std::unique_ptr<uint32_t[]>> step_rows_;
+  std::vector<std::pair<uint32_t, uint32_t>> step_spans_;
+  std::vector<uint32_t> step_pool_;
+  State initial_;
+  State scratch_;
+};
+
+// One parse in progress: the automaton's state after each byte taken so far.
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton);
+
+  // Takes the bytes if every one fits (and returns true); otherwise changes nothing.
+  bool accept(std::string_view bytes);
+  bool accepting() const { return GrammarAutomaton::accepting(state()); }
+  bool dead() const { return state().empty(); }
+  const GrammarAutomaton::State& state() const { return history_.back(); }
+  // Undoes the last `n` successful accept() calls.
+  void rollback(size_t n);
+  size_t num_accepted() const { return sizes_.size(); }
+  GrammarAutomaton& automaton() { return *automaton_; }
+
+ private:
+  std::shared_ptr<GrammarAutomaton> automaton_;
+  std::vector<GrammarAutomaton::State> history_;  // one state per byte taken, and the initial one
+  std::vector<size_t> sizes_;                     // bytes per accept() call, for rollback
+};
+
+// True when the whole of `text` is a sentence of the grammar (the root rule complete at its end).
+bool grammar_matches(const Grammar& grammar, std::string_view text);
+// The number of leading bytes of `text` the grammar can take (text.size() when all fit).
+size_t grammar_prefix_length(const Grammar& grammar, std::string_view text);
+
+}  // namespace nucleus

@@ -1,0 +1,229 @@
+#include "structured/token_mask.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <map>
+
+#include "core/error.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
+
+namespace nucleus {
+
+namespace {
+
+// The trie of `ids` (sorted by their bytes, then id): a node per distinct prefix, built level by
+// level (the children of a node are the distinct next bytes of its range of ids).
+TokenTrie build_trie(std::vector<int32_t> ids, const std::vector<std::string>& pieces) {
+  auto bytes = [&](int32_t id) -> const std::string& { return pieces[static_cast<size_t>(id)]; };
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes(a) != bytes(b) ? bytes(a) < bytes(b) : a < b; });
+  struct Pending {
+    uint32_t node;
+    size_t begin, end, depth;  // ids[begin, end) share the node's prefix of `depth` bytes
+  };
+  TokenTrie trie;
+  trie.nodes.push_back(TokenTrie::Node{});
+  std::vector<Pending> queue{{0, 0, ids.size(), 0}};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const Pending p = queue[q];
+    size_t i = p.begin;
+    trie.nodes[p.node].first_token = static_cast<uint32_t>(trie.tokens.size());
+    while (i < p.end && bytes(ids[i]).size() == p.depth) trie.tokens.push_back(ids[i++]);  // they sort first
+    trie.nodes[p.node].num_tokens = static_cast<uint32_t>(trie.tokens.size()) - trie.nodes[p.node].first_token;
+    trie.nodes[p.node].first_child = static_cast<uint32_t>(trie.nodes.size());
+    while (i < p.end) {
+      const auto byte = static_cast<uint8_t>(bytes(ids[i])[p.depth]);
+      size_t j = i;
+      while (j < p.end && static_cast<uint8_t>(bytes(ids[j])[p.depth]) == byte) ++j;
+      TokenTrie::Node child;
+      child.byte = byte;
+      trie.nodes.push_back(child);
+      queue.push_back({static_cast<uint32_t>(trie.nodes.size() - 1), i, j, p.depth + 1});
+      i = j;
+    }
+    trie.nodes[p.node].num_children = static_cast<uint32_t>(trie.nodes.size()) - trie.nodes[p.node].first_child;
+  }
+  return trie;
+}
+
+bool is_plain(const std::string& piece) {
+  for (unsigned char c : piece)
+    if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) return false;
+  return unicode::is_valid_utf8(piece);
+}
+
+}  // namespace
+
+VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
+  const int32_t n = tokenizer.n_vocab();
+  pieces_.resize(static_cast<size_t>(n));
+  plain_.words.assign((static_cast<size_t>(n) + 63) / 64, 0);
+  std::vector<int32_t> all, special;
+  for (int32_t id = 0; id < n; ++id) {
+    if (tokenizer.is_end_of_generation(id)) {
+      end_of_generation_.push_back(id);
+      continue;
+    }
+    if (tokenizer.is_control(id)) continue;
+    std::string& piece = pieces_[static_cast<size_t>(id)];
+    piece = tokenizer.token_to_piece(id, false);
+    if (piece.empty()) continue;
+    max_token_bytes_ = std::max(max_token_bytes_, piece.size());
+    all.push_back(id);
+    if (is_plain(piece)) {
+      plain_.allow(id);
+    } else {
+      special.push_back(id);
+    }
+  }
+  all_ = build_trie(std::move(all), pieces_);
+  special_ = build_trie(std::move(special), pieces_);
+}
+
+bool VocabularyTrie::is_end_of_generation(int32_t id) const {
+  return std::find(end_of_generation_.begin(), end_of_generation_.end(), id) != end_of_generation_.end();
+}
+
+size_t TokenMask::count() const {
+  size_t n = 0;
+  for (uint64_t w : words) n += static_cast<size_t>(std::popcount(w));
+  return n;
+}
+
+size_t ConstraintTables::StateHash::operator()(const GrammarAutomaton::State& s) const {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t v : s) h = (h ^ v) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
+ConstraintTables::ConstraintTables(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary,
+                                   size_t max_masks)
+    : automaton_(std::make_shared<GrammarAutomaton>(std::move(grammar))),
+      vocabulary_(std::move(vocabulary)),
+      max_masks_(max_masks) {}
+
+void ConstraintTables::walk(const TokenTrie& trie, uint32_t trie_node, size_t depth, TokenMask& mask) {
+  const TokenTrie::Node& node = trie.nodes[trie_node];
+  const GrammarAutomaton::State& here = depth_states_[depth];
+  GrammarAutomaton::State& next = depth_states_[depth + 1];
+  for (uint32_t c = node.first_child; c < node.first_child + node.num_children; ++c) {
+    const TokenTrie::Node& child = trie.nodes[c];
+    if (!automaton_->can_take(here, child.byte)) continue;
+    automaton_->advance(here, child.byte, next);
+    if (next.empty()) continue;
+    for (uint32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) mask.allow(trie.tokens[t]);
+    if (child.num_children > 0) walk(trie, c, depth + 1, mask);
+  }
+}
+
+// Continuation-byte ranges of the valid UTF-8 sequences after each group of lead bytes.
+bool ConstraintTables::returns_after(const GrammarAutomaton::State& state, const GrammarAutomaton::State& home, int level,
+                                     const uint8_t (*ranges)[2], int n_ranges) {
+  if (level == n_ranges) return state == home;
+  GrammarAutomaton::State next, last;
+  bool have_last = false;
+  for (unsigned b = ranges[level][0]; b <= ranges[level][1]; ++b) {
+    automaton_->advance(state, static_cast<uint8_t>(b), next);
+    if (next.empty()) return false;
+    if (have_last && next == last) continue;  // same state as the byte before: already checked
+    if (!returns_after(next, home, level + 1, ranges, n_ranges)) return false;
+    last = next;
+    have_last = true;
+  }
+  return true;
+}
+
+bool ConstraintTables::loops_on_plain_characters(const GrammarAutomaton::State& state) {
+  if (state.empty()) return false;
+  GrammarAutomaton::State next;
+  for (unsigned b = 0x20; b < 0x7F; ++b) {
+    if (b == '"' || b == '\\') continue;
+    automaton_->advance(state, static_cast<uint8_t>(b), next);
+    if (next != state) return false;
+  }
+  // Every valid multi-byte character, lead byte by lead byte (RFC 3629's table).
+  struct Group {
+    uint8_t lo, hi;
+    int n;
+    uint8_t ranges[3][2];
+  };
+  static constexpr Group kGroups[] = {
+      {0xC2, 0xDF, 1, {{0x80, 0xBF}}},
+      {0xE0, 0xE0, 2, {{0xA0, 0xBF}, {0x80, 0xBF}}},
+      {0xE1, 0xEC, 2, {{0x80, 0xBF}, {0x80, 0xBF}}},
+      {0xED, 0xED, 2, {{0x80, 0x9F}, {0x80, 0xBF}}},
+      {0xEE, 0xEF, 2, {{0x80, 0xBF}, {0x80, 0xBF}}},
+      {0xF0, 0xF0, 3, {{0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}},
+      {0xF1, 0xF3, 3, {{0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}},
+      {0xF4, 0xF4, 3, {{0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}}},
+  };
+  for (const Group& g : kGroups)
+    for (unsigned lead = g.lo; lead <= g.hi; ++lead) {
+      automaton_->advance(state, static_cast<uint8_t>(lead), next);
+      if (next.empty() || !returns_after(next, state, 0, g.ranges, g.n)) return false;
+    }
+  return true;
+}
+
+const TokenMask& ConstraintTables::mask_for(const GrammarAutomaton::State& state) {
+  auto it = masks_.find(state);
+  if (it != masks_.end()) return it->second;
+  if (masks_.size() >= max_masks_) masks_.clear();
+  TokenMask mask;
+  const bool plain_loop = loops_on_plain_characters(state);
+  if (plain_loop) {
+    mask = vocabulary_->plain_tokens();  // each leads back here: all allowed
+  } else {
+    mask.words.assign((static_cast<size_t>(vocabulary_->n_vocab()) + 63) / 64, 0);
+  }
+  depth_states_.resize(vocabulary_->max_token_bytes() + 2);  // walk() holds references into it: no growth below
+  depth_states_[0] = state;
+  walk(plain_loop ? vocabulary_->special() : vocabulary_->all(), 0, 0, mask);
+  if (GrammarAutomaton::accepting(state))
+    for (int32_t id : vocabulary_->end_of_generation_ids()) mask.allow(id);
+  return masks_.emplace(state, std::move(mask)).first->second;
+}
+
+TokenConstraint::TokenConstraint(std::shared_ptr<ConstraintTables> tables)
+    : tables_(std::move(tables)), matcher_(tables_->automaton()) {
+  ended_mask_.words.assign((static_cast<size_t>(tables_->vocabulary().n_vocab()) + 63) / 64, 0);
+}
+
+const TokenMask& TokenConstraint::allowed_tokens() {
+  if (ended()) return ended_mask_;
+  return tables_->mask_for(matcher_.state());
+}
+
+void TokenConstraint::mask_logits(float* logits, int64_t n_vocab) {
+  const TokenMask& mask = allowed_tokens();
+  const int64_t n = std::min<int64_t>(n_vocab, vocabulary().n_vocab());
+  for (int64_t id = 0; id < n; ++id)
+    if (!mask.allows(static_cast<int32_t>(id))) logits[id] = -std::numeric_limits<float>::infinity();
+  // Rows wider than the vocabulary (padded output matrices): those ids have no bytes.
+  for (int64_t id = n; id < n_vocab; ++id) logits[id] = -std::numeric_limits<float>::infinity();
+}
+
+bool TokenConstraint::accept_token(int32_t id) {
+  if (ended() || id < 0 || id >= vocabulary().n_vocab()) return false;
+  if (vocabulary().is_end_of_generation(id)) {
+    if (!matcher_.accepting()) return false;
+    matcher_.accept("");
+    ended_at_.push_back(accepted_.size());
+    accepted_.push_back(id);
+    return true;
+  }
+  const std::string& bytes = vocabulary().bytes_of(id);
+  if (bytes.empty() || !matcher_.accept(bytes)) return false;
+  accepted_.push_back(id);
+  return true;
+}
+
+void TokenConstraint::rollback(size_t n) {
+  if (n > accepted_.size()) throw Error("internal: constraint rollback past the start");
+  matcher_.rollback(n);
+  accepted_.resize(accepted_.size() - n);
+  if (!ended_at_.empty() && ended_at_.back() >= accepted_.size()) ended_at_.clear();
+}
+
+}  // namespace nucleus
