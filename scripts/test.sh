@@ -15,7 +15,7 @@ jobs="$(nproc)"
 started=$SECONDS
 step() { echo "=== $1 (at $((SECONDS - started)) s)"; }
 
-step "server test set-up: the openai npm client into tests/.npm (git-ignored)"
+step "test set-up: the openai npm client and ajv into tests/.npm (git-ignored)"
 # A missing tool fails the suite: the API-compatibility tests must run, never skip.
 for tool in node npm curl; do
   if ! command -v "$tool" >/dev/null; then
@@ -23,10 +23,17 @@ for tool in node npm curl; do
     exit 1
   fi
 done
-openai_version=4.104.0
-installed="$(node -p "require('./tests/.npm/node_modules/openai/package.json').version" 2>/dev/null || true)"
-if [ "$installed" != "$openai_version" ]; then
-  npm install --prefix tests/.npm --no-audit --no-fund --loglevel=error "openai@$openai_version"
+# Pinned: the official openai client, and ajv (+ formats, + draft-04) for the structured-output
+# soundness test's independent JSON Schema validation.
+npm_packages=(openai@4.104.0 ajv@8.17.1 ajv-formats@3.0.1 ajv-draft-04@1.0.0)
+missing_npm=()
+for spec in "${npm_packages[@]}"; do
+  name="${spec%@*}" version="${spec##*@}"
+  installed="$(node -p "require('./tests/.npm/node_modules/$name/package.json').version" 2>/dev/null || true)"
+  [ "$installed" = "$version" ] || missing_npm+=("$spec")
+done
+if [ ${#missing_npm[@]} -gt 0 ]; then
+  npm install --prefix tests/.npm --no-audit --no-fund --loglevel=error "${missing_npm[@]}"
 fi
 
 step "release build + tests"

@@ -124,6 +124,35 @@ await check('chat logprobs', async () => {
   assert.equal(r.choices[0].logprobs.content.length, 3);
   assert.equal(r.choices[0].logprobs.content[0].top_logprobs.length, 2);
 });
+await check('response_format json_schema, streamed and not', async () => {
+  const schema = {
+    type: 'object',
+    properties: { rank: { type: 'integer', minimum: 1, maximum: 5 }, city: { type: 'string', maxLength: 8 } },
+    required: ['rank', 'city'],
+    additionalProperties: false,
+  };
+  const body = {
+    model: 'qwen', messages, max_tokens: 120, seed: 3, temperature: 1,
+    response_format: { type: 'json_schema', json_schema: { name: 'place', schema, strict: true } },
+  };
+  const check_value = (text, finish) => {
+    if (finish !== 'stop') return;  // cut by max_tokens
+    const v = JSON.parse(text);
+    assert.deepEqual(Object.keys(v), ['rank', 'city']);  // the schema's order, not sorted
+    assert.equal(typeof v.city, 'string');
+    assert.ok([...v.city].length <= 8);
+    assert.ok(Number.isInteger(v.rank) && v.rank >= 1 && v.rank <= 5);
+  };
+  const full = await client.chat.completions.create(body);
+  check_value(full.choices[0].message.content, full.choices[0].finish_reason);
+  const chunks = await collect(await client.chat.completions.create({ ...body, stream: true }));
+  const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(text, full.choices[0].message.content);
+  check_value(text, chunks.at(-1).choices[0].finish_reason);
+  await assert.rejects(
+    client.chat.completions.create({ ...body, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { not: {} } } } }),
+    (e) => e.status === 400 && /not/.test(e.message));
+});
 await check('errors map to SDK exceptions', async () => {
   await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }), (e) => e.status === 404);
   await assert.rejects(client.completions.create({ model: 'qwen', prompt: 'x', temperature: -1 }),

@@ -16,23 +16,25 @@ namespace {
 using nlohmann::json;
 using test::post_json;
 
-const json kSchema = json::parse(R"({
+// Properties deliberately not in alphabetical order: outputs must follow the schema's order.
+constexpr const char* kSchemaText = R"({
   "type": "object",
   "properties": {
+    "sunny": {"type": "boolean"},
     "city": {"type": "string", "maxLength": 10},
-    "rank": {"type": "integer", "minimum": 1, "maximum": 9},
-    "sunny": {"type": "boolean"}
+    "rank": {"type": "integer", "minimum": 1, "maximum": 9}
   },
-  "required": ["city", "rank", "sunny"],
+  "required": ["sunny", "city", "rank"],
   "additionalProperties": false
-})");
+})";
 
 void expect_valid(const std::string& text, const std::string& finish_reason) {
   if (finish_reason != "stop") return;  // cut by max_tokens: checked as a prefix elsewhere
-  json v;
-  ASSERT_NO_THROW(v = json::parse(text)) << text;
+  nlohmann::ordered_json v;
+  ASSERT_NO_THROW(v = nlohmann::ordered_json::parse(text)) << text;
   ASSERT_TRUE(v.is_object()) << text;
-  EXPECT_EQ(v.size(), 3u) << text;
+  ASSERT_EQ(v.size(), 3u) << text;
+  EXPECT_EQ(v.begin().key(), "sunny") << "properties in the schema's order: " << text;
   EXPECT_TRUE(v["city"].is_string()) << text;
   ASSERT_TRUE(v["rank"].is_number_integer()) << text;
   EXPECT_GE(v["rank"].get<int>(), 1);
@@ -43,12 +45,12 @@ void expect_valid(const std::string& text, const std::string& finish_reason) {
 class ServerStructured : public test::TwoServersTest<ServerStructured> {};
 
 TEST_F(ServerStructured, ChatResponseFormatJsonSchemaStreamedAndNot) {
-  const json body = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
-                     {"max_tokens", 200},
-                     {"n", 2},
-                     {"seed", 5},
-                     {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "weather"}, {"schema", kSchema}, {"strict", true}}}}}};
-  const auto r = post_json(qwen_->port(), "/v1/chat/completions", body);
+  // Sent as text: nlohmann::json would sort the schema's keys.
+  const std::string body_text = std::string(R"({"messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 200, "n": 2,
+      "seed": 5, "response_format": {"type": "json_schema", "json_schema": {"name": "weather", "strict": true, "schema": )") +
+                                kSchemaText + "}}}";
+  const json body = json::parse(body_text);
+  const auto r = test::post_raw(qwen_->port(), "/v1/chat/completions", body_text);
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_EQ(r.json["choices"].size(), 2u);
   int stopped = 0;
@@ -58,9 +60,12 @@ TEST_F(ServerStructured, ChatResponseFormatJsonSchemaStreamedAndNot) {
   }
   EXPECT_GE(stopped, 1) << r.body;
 
-  json one = body;
-  one["n"] = 1;
-  const auto stream = test::post_stream(qwen_->port(), "/v1/chat/completions", one);
+  std::string one_text = body_text;
+  one_text.replace(one_text.find("\"n\": 2"), 6, "\"n\": 1");
+  const json one = json::parse(one_text);
+  std::string stream_text = one_text;
+  stream_text.insert(1, "\"stream\": true, ");
+  const auto stream = test::post_stream_raw(qwen_->port(), "/v1/chat/completions", stream_text);
   ASSERT_EQ(stream.status, 200);
   ASSERT_TRUE(stream.done);
   std::string finish;
@@ -69,7 +74,7 @@ TEST_F(ServerStructured, ChatResponseFormatJsonSchemaStreamedAndNot) {
       if (c.contains("finish_reason") && c["finish_reason"].is_string()) finish = c["finish_reason"];
   expect_valid(test::stream_text(stream), finish);
   // The same request unstreamed gives the same text (seeded).
-  const auto same = post_json(qwen_->port(), "/v1/chat/completions", one);
+  const auto same = test::post_raw(qwen_->port(), "/v1/chat/completions", one_text);
   ASSERT_EQ(same.status, 200);
   EXPECT_EQ(same.json["choices"][0]["message"]["content"], test::stream_text(stream));
 }

@@ -143,8 +143,14 @@ struct StreamResult {
 
 // POSTs with stream: true and parses the SSE events as they arrive. With hang_up_after_chunks ≥ 0 the
 // client disconnects after that many events.
+inline StreamResult post_stream_raw(int port, const std::string& path, const std::string& body, int hang_up_after_chunks = -1);
 inline StreamResult post_stream(int port, const std::string& path, nlohmann::json body, int hang_up_after_chunks = -1) {
   body["stream"] = true;
+  return post_stream_raw(port, path, body.dump(), hang_up_after_chunks);
+}
+
+// The same with the body as text (which must ask for "stream": true itself).
+inline StreamResult post_stream_raw(int port, const std::string& path, const std::string& body, int hang_up_after_chunks) {
   StreamResult result;
   std::string buffer;
   httplib::Client client("127.0.0.1", port);
@@ -152,7 +158,7 @@ inline StreamResult post_stream(int port, const std::string& path, nlohmann::jso
   httplib::Request request;
   request.method = "POST";
   request.path = path;
-  request.body = body.dump();
+  request.body = body;
   request.headers.emplace("Content-Type", "application/json");
   request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
     buffer.append(data, length);

@@ -34,7 +34,11 @@ TEST(StructuredRegexTable, FullMatch) {
       {"abc", {"abc"}, {"ab", "abcd", "xabc", ""}},
       {"^abc$", {"abc"}, {"abcc"}},
       {"a|bc|", {"a", "bc", ""}, {"b", "abc"}},
-      {"a.c", {"abc", "a c", "a\xC3\xA9" "c"}, {"a\nc", "a\rc", "ac"}},
+      {"a.c",
+       {"abc", "a c",
+        "a\xC3\xA9"
+        "c"},
+       {"a\nc", "a\rc", "ac"}},
       {"[a-c]+[^a-c]", {"abx", "c9", "a\xE6\x97\xA5"}, {"ab", "x", "abc"}},
       {"[\\d\\-]{2,3}", {"1-", "123", "--9"}, {"1", "1234", "a1"}},
       {"\\w+\\s\\W", {"ab_9 !", "x\t-"}, {"ab  !", "a b", "\xC3\xA9 !"}},
@@ -70,11 +74,30 @@ TEST(StructuredRegexTable, FullMatch) {
 
 // std::regex (ECMAScript, regex_match = full match) decides on random strings over a small alphabet.
 TEST(StructuredRegexOracle, AgreesWithStdRegexOnRandomStrings) {
-  const std::vector<std::string> patterns = {
-      "a*b",          "(a|b)*abb",     "[ab]{2,4}c?",   "a?b?c?",          "(ab|a)(bc|c)",   "\\d+(\\.\\d+)?",
-      "[^a]*a[^a]*",  "(a|bc)+",       "x?(?:a{2}|b)*", "[a-c]\\s[0-9]",   ".b.",            "(a+|b+)c{0,2}",
-      "\\w\\W?\\w",   "a{0,3}b{1,2}",  "(?:a|)b",       "((a|b)c)*",       "[\\d-]+",        "\\S\\s*\\S",
-      "^(0|[1-9][0-9]*)$", "(a|b|c|)(a|b|c|)", "[.-]a",  "a.*b",            "(ab){2}|ba",     "\\D+1"};
+  const std::vector<std::string> patterns = {"a*b",
+                                             "(a|b)*abb",
+                                             "[ab]{2,4}c?",
+                                             "a?b?c?",
+                                             "(ab|a)(bc|c)",
+                                             "\\d+(\\.\\d+)?",
+                                             "[^a]*a[^a]*",
+                                             "(a|bc)+",
+                                             "x?(?:a{2}|b)*",
+                                             "[a-c]\\s[0-9]",
+                                             ".b.",
+                                             "(a+|b+)c{0,2}",
+                                             "\\w\\W?\\w",
+                                             "a{0,3}b{1,2}",
+                                             "(?:a|)b",
+                                             "((a|b)c)*",
+                                             "[\\d-]+",
+                                             "\\S\\s*\\S",
+                                             "^(0|[1-9][0-9]*)$",
+                                             "(a|b|c|)(a|b|c|)",
+                                             "[.-]a",
+                                             "a.*b",
+                                             "(ab){2}|ba",
+                                             "\\D+1"};
   const std::string alphabet = "abc01 .-\n";
   std::mt19937 rng(12345);
   for (const std::string& pattern : patterns) {
@@ -97,7 +120,7 @@ TEST(StructuredRegexOracle, AgreesWithStdRegexOnRandomStrings) {
 // Every way of writing a character in a JSON string counts as that one character.
 std::vector<std::string> spellings(const std::string& value) {
   std::string raw = nlohmann::json(value).dump();  // shortest spelling
-  std::string escaped = "\"";                       // every character as \uXXXX
+  std::string escaped = "\"";                      // every character as \uXXXX
   for (unsigned char c : value) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "\\u%04X", c);
@@ -108,23 +131,25 @@ std::vector<std::string> spellings(const std::string& value) {
 }
 
 TEST(StructuredRegexJsonString, SearchSemanticsOnEscapedStrings) {
-  const std::vector<std::string> patterns = {"^a+b$", "b", "^[^a]*$", "(ab|c)$", "^.\\d", "^\\s?x", "^\"\\\\$", "^a.c$"};
-  const std::vector<std::string> values = {"ab", "aab", "b", "", "xb", "c", "abc", "a1", "\n1", "\tx", "x",
-                                           "\"\\", "a\nc", "a\"c", "cab", "a/c"};
+  const std::vector<std::string> patterns = {"^a+b$", "b",      "^[^a]*$",  "(ab|c)$",
+                                             "^.\\d", "^\\s?x", "^\"\\\\$", "^a.c$"};
+  const std::vector<std::string> values = {"ab",  "aab", "b", "",     "xb",   "c",    "abc", "a1",
+                                           "\n1", "\tx", "x", "\"\\", "a\nc", "a\"c", "cab", "a/c"};
   for (const std::string& pattern : patterns) {
     SCOPED_TRACE(pattern);
     const Grammar g = json_string_regex(pattern);
     const std::regex oracle(pattern, std::regex::ECMAScript);
     for (const std::string& value : values) {
       const bool expected = std::regex_search(value, oracle);
-      for (const std::string& text : spellings(value))
-        EXPECT_EQ(grammar_matches(g, text), expected) << text;
+      for (const std::string& text : spellings(value)) EXPECT_EQ(grammar_matches(g, text), expected) << text;
     }
   }
   // Short escapes and surrogate pairs are single characters too.
   const Grammar two = json_string_regex("^..$");
-  for (const char* s : {R"("\b\t")", R"("\/\"")", R"("\uD83D\uDE00x")", "\"\xF0\x9F\x98\x80x\""}) EXPECT_TRUE(grammar_matches(two, s)) << s;
-  for (const char* s : {R"("\n")", R"("\uD83D\uDE00")", R"("\uD83Dx")", "\"\n\t\""}) EXPECT_FALSE(grammar_matches(two, s)) << s;
+  for (const char* s : {R"("\b\t")", R"("\/\"")", R"("\uD83D\uDE00x")", "\"\xF0\x9F\x98\x80x\""})
+    EXPECT_TRUE(grammar_matches(two, s)) << s;
+  for (const char* s : {R"("\n")", R"("\uD83D\uDE00")", R"("\uD83Dx")", "\"\n\t\""})
+    EXPECT_FALSE(grammar_matches(two, s)) << s;
 }
 
 TEST(StructuredRegexErrors, UnsupportedConstructsAreNamedWithTheirPosition) {

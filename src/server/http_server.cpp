@@ -240,8 +240,15 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     auto served = require_served();
     if (draining_) throw ApiError(503, "the server is shutting down", "service_unavailable");
     const json body = parse_body(req);
-    const GenerationRequest request = endpoint == Endpoint::completions ? parse_completion_request(body, served->context)
-                                                                        : parse_chat_request(body, served->context);
+    // Schemas keep the client's property order: the body again, order-preserving, when it has one.
+    nlohmann::ordered_json ordered;
+    const bool has_schema = body.is_object() && (body.contains("response_format") || body.contains("structured_outputs") ||
+                                                 body.contains("guided_json") || body.contains("json_schema"));
+    if (has_schema) ordered = nlohmann::ordered_json::parse(req.body, nullptr, false);
+    const nlohmann::ordered_json* ordered_body = has_schema && !ordered.is_discarded() ? &ordered : nullptr;
+    const GenerationRequest request = endpoint == Endpoint::completions
+                                          ? parse_completion_request(body, served->context, ordered_body)
+                                          : parse_chat_request(body, served->context, ordered_body);
     if (request.constraint_compile_seconds > 0) metrics_.observe_structured_compile(request.constraint_compile_seconds);
     const int64_t limit = config_.max_num_seqs + config_.max_waiting_seqs;
     if (in_flight_.load() + request.num_sequences() > limit)

@@ -117,8 +117,9 @@ std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const
 }
 
 // The fields both endpoints share. max_tokens is handled by the callers (their defaults differ).
-void parse_structured_output(const json& body, const ModelContext& model, GenerationRequest& request) {
-  const StructuredOutputField so = parse_structured_output_fields(body);
+void parse_structured_output(const json& body, const ModelContext& model, GenerationRequest& request,
+                             const nlohmann::ordered_json* ordered_body) {
+  const StructuredOutputField so = parse_structured_output_fields(body, ordered_body);
   if (!so.spec.active()) return;
   if (!model.constraints) throw invalid_param(so.field, "structured output is not available on this server");
   try {
@@ -131,8 +132,9 @@ void parse_structured_output(const json& body, const ModelContext& model, Genera
   }
 }
 
-void parse_common(const json& body, const ModelContext& model, GenerationRequest& request) {
-  parse_structured_output(body, model, request);
+void parse_common(const json& body, const ModelContext& model, GenerationRequest& request,
+                  const nlohmann::ordered_json* ordered_body) {
+  parse_structured_output(body, model, request, ordered_body);
   SamplingParams& s = request.options.sampling;
   StopParams& stop = request.options.stop;
   if (auto v = number_field(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*v);
@@ -270,13 +272,14 @@ void check_model_name(const json& body, const ModelContext& model) {
                    "not_found_error", "model", "model_not_found");
 }
 
-GenerationRequest parse_completion_request(const json& body, const ModelContext& model) {
+GenerationRequest parse_completion_request(const json& body, const ModelContext& model,
+                                           const nlohmann::ordered_json* ordered_body) {
   require_object(body);
   check_model_name(body, model);
   GenerationRequest request;
   request.endpoint = Endpoint::completions;
   request.model = model.model_name;
-  parse_common(body, model, request);
+  parse_common(body, model, request, ordered_body);
   const bool add_special = bool_field(body, "add_special_tokens").value_or(true);
   request.prompts = parse_prompts(body, *model.tokenizer, add_special);
   if (auto v = integer_field(body, "logprobs", 0, 20)) request.top_logprobs = static_cast<int32_t>(*v);
@@ -286,13 +289,13 @@ GenerationRequest parse_completion_request(const json& body, const ModelContext&
   return request;
 }
 
-GenerationRequest parse_chat_request(const json& body, const ModelContext& model) {
+GenerationRequest parse_chat_request(const json& body, const ModelContext& model, const nlohmann::ordered_json* ordered_body) {
   require_object(body);
   check_model_name(body, model);
   GenerationRequest request;
   request.endpoint = Endpoint::chat_completions;
   request.model = model.model_name;
-  parse_common(body, model, request);
+  parse_common(body, model, request, ordered_body);
   const std::vector<ChatMessage> messages = parse_messages(body);
   const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
   request.prompts.push_back(encode_chat(messages, model, add_generation_prompt, parse_chat_template_kwargs(body)));

@@ -52,8 +52,11 @@ struct GenerationRequest {
   int64_t num_sequences() const { return static_cast<int64_t>(prompts.size()) * n; }
 };
 
-GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelContext& model);
-GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelContext& model);
+// ordered_body: the same body parsed keeping key order (JSON Schemas keep their property order).
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelContext& model,
+                                           const nlohmann::ordered_json* ordered_body = nullptr);
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelContext& model,
+                                     const nlohmann::ordered_json* ordered_body = nullptr);
 
 // The "model" field of any request: absent/null → fine; otherwise it must name the served model (404).
 void check_model_name(const nlohmann::json& body, const ModelContext& model);

@@ -11,7 +11,17 @@ namespace {
 using json = nlohmann::json;
 using Kind = ConstraintSpec::Kind;
 
-std::string schema_text(const json& schema, const std::string& param) {
+// The same value in the order-keeping parse of the body, found by the path of keys.
+const nlohmann::ordered_json* ordered_at(const nlohmann::ordered_json* body, std::initializer_list<const char*> path) {
+  for (const char* key : path) {
+    if (!body || !body->is_object() || !body->contains(key)) return nullptr;
+    body = &(*body)[key];
+  }
+  return body;
+}
+
+std::string schema_text(const json& schema, const std::string& param, const nlohmann::ordered_json* ordered = nullptr) {
+  if (ordered && ordered->is_object()) return ordered->dump();
   if (schema.is_string()) {  // some clients send the schema serialized
     try {
       return json::parse(schema.get<std::string>()).dump();
@@ -39,7 +49,7 @@ std::vector<std::string> choices_value(const json& v, const std::string& param) 
   return out;
 }
 
-ConstraintSpec from_response_format(const json& v) {
+ConstraintSpec from_response_format(const json& v, const nlohmann::ordered_json* ordered_body) {
   if (!v.is_object()) throw invalid_param("response_format", "'response_format' must be an object");
   const json* type = field(v, "type");
   if (!type || !type->is_string()) throw invalid_param("response_format", "'response_format.type' must be a string");
@@ -61,7 +71,8 @@ ConstraintSpec from_response_format(const json& v) {
     spec.kind = Kind::json_object;
     return spec;
   }
-  spec.text = schema_text(*schema, "response_format.json_schema.schema");
+  spec.text = schema_text(*schema, "response_format.json_schema.schema",
+                          ordered_at(ordered_body, {"response_format", "json_schema", "schema"}));
   if (const json* strict = field(*js, "strict")) {
     if (!strict->is_boolean()) throw invalid_param("response_format", "'response_format.json_schema.strict' must be a boolean");
     spec.strict = strict->get<bool>();
@@ -69,7 +80,7 @@ ConstraintSpec from_response_format(const json& v) {
   return spec;
 }
 
-ConstraintSpec from_structured_outputs(const json& v) {
+ConstraintSpec from_structured_outputs(const json& v, const nlohmann::ordered_json* ordered_body) {
   if (!v.is_object()) throw invalid_param("structured_outputs", "'structured_outputs' must be an object");
   std::vector<ConstraintSpec> found;
   for (const auto& [key, value] : v.items()) {
@@ -78,7 +89,7 @@ ConstraintSpec from_structured_outputs(const json& v) {
     ConstraintSpec spec;
     if (key == "json") {
       spec.kind = Kind::json_schema;
-      spec.text = schema_text(value, param);
+      spec.text = schema_text(value, param, ordered_at(ordered_body, {"structured_outputs", "json"}));
     } else if (key == "regex") {
       spec.kind = Kind::regex;
       spec.text = text_value(value, param);
@@ -106,19 +117,19 @@ ConstraintSpec from_structured_outputs(const json& v) {
 
 }  // namespace
 
-StructuredOutputField parse_structured_output_fields(const json& body) {
+StructuredOutputField parse_structured_output_fields(const json& body, const nlohmann::ordered_json* ordered_body) {
   std::vector<StructuredOutputField> found;
   auto add = [&](const char* name, ConstraintSpec spec) {
     if (spec.active()) found.push_back({std::move(spec), name});
   };
-  if (const json* v = field(body, "response_format")) add("response_format", from_response_format(*v));
-  if (const json* v = field(body, "structured_outputs")) add("structured_outputs", from_structured_outputs(*v));
-  if (const json* v = field(body, "guided_json")) add("guided_json", ConstraintSpec{Kind::json_schema, schema_text(*v, "guided_json"), {}, false});
+  if (const json* v = field(body, "response_format")) add("response_format", from_response_format(*v, ordered_body));
+  if (const json* v = field(body, "structured_outputs")) add("structured_outputs", from_structured_outputs(*v, ordered_body));
+  if (const json* v = field(body, "guided_json")) add("guided_json", ConstraintSpec{Kind::json_schema, schema_text(*v, "guided_json", ordered_at(ordered_body, {"guided_json"})), {}, false});
   if (const json* v = field(body, "guided_regex")) add("guided_regex", ConstraintSpec{Kind::regex, text_value(*v, "guided_regex"), {}, false});
   if (const json* v = field(body, "guided_choice")) add("guided_choice", ConstraintSpec{Kind::choice, "", choices_value(*v, "guided_choice"), false});
   if (const json* v = field(body, "guided_grammar")) add("guided_grammar", ConstraintSpec{Kind::grammar, text_value(*v, "guided_grammar"), {}, false});
   if (const json* v = field(body, "grammar")) add("grammar", ConstraintSpec{Kind::grammar, text_value(*v, "grammar"), {}, false});
-  if (const json* v = field(body, "json_schema")) add("json_schema", ConstraintSpec{Kind::json_schema, schema_text(*v, "json_schema"), {}, false});
+  if (const json* v = field(body, "json_schema")) add("json_schema", ConstraintSpec{Kind::json_schema, schema_text(*v, "json_schema", ordered_at(ordered_body, {"json_schema"})), {}, false});
   if (found.size() > 1)
     throw invalid_param(found[1].field, "'" + found[0].field + "' and '" + found[1].field +
                                             "' both ask for structured output: give only one");

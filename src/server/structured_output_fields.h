@@ -20,7 +20,10 @@ struct StructuredOutputField {
   std::string field;  // the field it came from, e.g. "response_format"; empty when none
 };
 
-// Throws ApiError 400 for malformed fields or more than one.
-StructuredOutputField parse_structured_output_fields(const nlohmann::json& body);
+// Throws ApiError 400 for malformed fields or more than one. `ordered_body`, when given, is the same
+// body parsed keeping key order: schemas are taken from it, so properties come out in the order
+// the client wrote them (nlohmann::json sorts keys).
+StructuredOutputField parse_structured_output_fields(const nlohmann::json& body,
+                                                     const nlohmann::ordered_json* ordered_body = nullptr);
 
 }  // namespace nucleus::server

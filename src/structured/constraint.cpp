@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "structured/json_schema_to_gbnf.h"
@@ -68,15 +67,9 @@ std::string constraint_to_gbnf(const ConstraintSpec& spec) {
       return out + "\n";
     }
     case ConstraintSpec::Kind::json_schema: {
-      nlohmann::json schema;
-      try {
-        schema = nlohmann::json::parse(spec.text);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(std::string("json_schema: the schema is not valid JSON: ") + e.what());
-      }
       JsonSchemaOptions options;
       options.strict = spec.strict;
-      return json_schema_to_gbnf(schema, options);
+      return json_schema_text_to_gbnf(spec.text, options);  // keeps the schema's property order
     }
   }
   throw Error("internal: unknown constraint kind");

@@ -21,44 +21,89 @@ namespace {
 // ordered_json keeps the schema's key order: properties are emitted in it.
 using json = nlohmann::ordered_json;
 
-// Keywords that never change validity. Keys that are no keyword at all (x-foo, ...) are ignored
-// too, as validators ignore them.
-const std::set<std::string>& annotation_keywords() {
-  static const std::set<std::string> k = {
-      "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id",
-      "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema",
-      "markdownDescription", "markdownEnumDescriptions", "enumDescriptions", "definitions", "$defs", "$anchor",
-      "$dynamicAnchor", "$recursiveAnchor", "$vocabulary", "discriminator", "nullable", "xml", "externalDocs"};
-  return k;
-}
-
-// Every validation keyword this compiler knows (implemented or refused).
+// Every validation keyword this compiler knows (implemented or refused). Every other key is
+// ignored: annotations (title, description, default, examples, $comment, readOnly, ...), the
+// containers definitions/$defs, and keys that are no keyword (x-foo, ...), as validators do.
 const std::set<std::string>& validation_keywords() {
-  static const std::set<std::string> k = {
-      "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
-      "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-      "minContains", "maxContains", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
-      "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "allOf", "anyOf", "oneOf", "not", "if", "then",
-      "else", "dependentSchemas", "dependentRequired", "dependencies", "propertyNames", "minProperties",
-      "maxProperties", "unevaluatedProperties", "unevaluatedItems", "$ref", "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> k = {"type",
+                                          "enum",
+                                          "const",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "patternProperties",
+                                          "items",
+                                          "prefixItems",
+                                          "additionalItems",
+                                          "minItems",
+                                          "maxItems",
+                                          "uniqueItems",
+                                          "contains",
+                                          "minContains",
+                                          "maxContains",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "format",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "multipleOf",
+                                          "allOf",
+                                          "anyOf",
+                                          "oneOf",
+                                          "not",
+                                          "if",
+                                          "then",
+                                          "else",
+                                          "dependentSchemas",
+                                          "dependentRequired",
+                                          "dependencies",
+                                          "propertyNames",
+                                          "minProperties",
+                                          "maxProperties",
+                                          "unevaluatedProperties",
+                                          "unevaluatedItems",
+                                          "$ref",
+                                          "$dynamicRef",
+                                          "$recursiveRef"};
   return k;
 }
 
 // Refused whatever the type: no grammar expresses them in general.
 const std::set<std::string>& refused_keywords() {
-  static const std::set<std::string> k = {"not",  "if",  "then", "else", "dependentSchemas", "unevaluatedProperties",
-                                          "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> k = {
+      "not",         "if",           "then", "else", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+      "$dynamicRef", "$recursiveRef"};
   return k;
 }
 
-const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
-const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
-const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties", "patternProperties",
-                                               "minProperties", "maxProperties", "propertyNames", "dependencies",
-                                               "dependentRequired"};
-const std::set<std::string> kArrayKeywords = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
-                                              "uniqueItems", "contains", "minContains", "maxContains"};
-const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "number", "string"};
+// The keywords that apply to one type only (and so imply it when `type` is absent).
+const std::set<std::string>& string_keywords() {
+  static const std::set<std::string> k = {"minLength", "maxLength", "pattern", "format"};
+  return k;
+}
+const std::set<std::string>& number_keywords() {
+  static const std::set<std::string> k = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
+  return k;
+}
+const std::set<std::string>& object_keywords() {
+  static const std::set<std::string> k = {"properties",        "required",      "additionalProperties",
+                                          "patternProperties", "minProperties", "maxProperties",
+                                          "propertyNames",     "dependencies",  "dependentRequired"};
+  return k;
+}
+const std::set<std::string>& array_keywords() {
+  static const std::set<std::string> k = {"items",       "prefixItems", "additionalItems", "minItems",   "maxItems",
+                                          "uniqueItems", "contains",    "minContains",     "maxContains"};
+  return k;
+}
+// Every JSON type ("integer" is inside "number").
+const std::vector<std::string>& all_types() {
+  static const std::vector<std::string> k = {"null", "boolean", "object", "array", "number", "string"};
+  return k;
+}
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
   throw Error("json_schema: " + what + " at " + path);
@@ -70,7 +115,9 @@ std::string escape_pointer_token(const std::string& token) {
   return out;
 }
 
-std::string child_path(const std::string& path, const std::string& token) { return path + "/" + escape_pointer_token(token); }
+std::string child_path(const std::string& path, const std::string& token) {
+  return path + "/" + escape_pointer_token(token);
+}
 
 // A schema without any validation keyword (only annotations or unknown keys) accepts everything.
 bool is_trivial(const json& schema) {
@@ -175,12 +222,11 @@ std::optional<NumericBound> read_bound(const json& schema, bool lower, const std
   const char* exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
   std::optional<NumericBound> bound;
   auto tighter = [&](NumericBound b) {
-    if (!bound || (lower ? b.value > bound->value : b.value < bound->value) ||
-        (b.value == bound->value && b.exclusive))
+    if (!bound || (lower ? b.value > bound->value : b.value < bound->value) || (b.value == bound->value && b.exclusive))
       bound = b;
   };
-  const bool draft4_exclusive = schema.contains(exclusive_key) && schema[exclusive_key].is_boolean() &&
-                                schema[exclusive_key].get<bool>();
+  const bool draft4_exclusive =
+      schema.contains(exclusive_key) && schema[exclusive_key].is_boolean() && schema[exclusive_key].get<bool>();
   if (schema.contains(inclusive_key)) {
     if (!schema[inclusive_key].is_number()) fail(std::string("'") + inclusive_key + "' is not a number", path);
     tighter({schema[inclusive_key].get<long double>(), draft4_exclusive, schema[inclusive_key].dump()});
@@ -273,7 +319,8 @@ class SchemaCompiler {
     // %-decoding (a $ref is a URI fragment), then ~1 → '/', ~0 → '~' per token.
     std::string decoded;
     for (size_t i = 0; i < pointer.size(); ++i) {
-      if (pointer[i] == '%' && i + 2 < pointer.size() + 0 && std::isxdigit(static_cast<unsigned char>(pointer[i + 1])) &&
+      if (pointer[i] == '%' && i + 2 < pointer.size() + 0 &&
+          std::isxdigit(static_cast<unsigned char>(pointer[i + 1])) &&
           std::isxdigit(static_cast<unsigned char>(pointer[i + 2]))) {
         decoded += static_cast<char>(std::stoi(pointer.substr(i + 1, 2), nullptr, 16));
         i += 2;
@@ -362,7 +409,8 @@ class SchemaCompiler {
     json branches = json::array();
     for (size_t i = 0; i < (*with)[key].size(); ++i) {
       const std::string branch_path = child_path(path + "/" + key, std::to_string(i));
-      json branch = merge_distributing(rest, flattened((*with)[key][i], branch_path, depth + 1), branch_path, depth + 1);
+      json branch =
+          merge_distributing(rest, flattened((*with)[key][i], branch_path, depth + 1), branch_path, depth + 1);
       branch = with == &a ? merge_distributing(branch, other, branch_path, depth + 1)
                           : merge_distributing(other, branch, branch_path, depth + 1);
       branches.push_back(branch);
@@ -393,7 +441,8 @@ class SchemaCompiler {
       // Where one side does not declare a property, its additionalProperties applies to it.
       auto side = [](const json& s, const json& props, const std::string& name) -> std::optional<json> {
         if (props.contains(name)) return props[name];
-        if (s.contains("additionalProperties") && !is_trivial(s["additionalProperties"])) return s["additionalProperties"];
+        if (s.contains("additionalProperties") && !is_trivial(s["additionalProperties"]))
+          return s["additionalProperties"];
         return std::nullopt;
       };
       json props = json::object();
@@ -447,7 +496,8 @@ class SchemaCompiler {
         mine = std::min(mine.get<double>(), v.get<double>());
       } else if ((k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") &&
                  mine.is_number() && v.is_number() && !a.value("exclusiveMinimum", json()).is_boolean() &&
-                 !b.value("exclusiveMinimum", json()).is_boolean() && !a.value("exclusiveMaximum", json()).is_boolean() &&
+                 !b.value("exclusiveMinimum", json()).is_boolean() &&
+                 !a.value("exclusiveMaximum", json()).is_boolean() &&
                  !b.value("exclusiveMaximum", json()).is_boolean()) {
         const bool lower = k == "minimum" || k == "exclusiveMinimum";
         mine = lower ? std::max(mine.get<double>(), v.get<double>()) : std::min(mine.get<double>(), v.get<double>());
@@ -482,7 +532,28 @@ class SchemaCompiler {
   // "r absent" implies "not branch_j" and is added to branch i (a subset of the exact
   // difference: sound). Where neither holds the overlap stays, as in anyOf (documented).
 
-  static std::optional<std::set<std::string>> type_set(const json& s) {
+  std::optional<std::set<std::string>> type_set(const json& s) {
+    if (!s.contains("type") && !s.contains("const") && !s.contains("enum")) {
+      // An anyOf/oneOf admits the union of its branches' types.
+      const char* key = combinator_of(s);
+      if (!key || !s[key].is_array()) return std::nullopt;
+      std::set<std::string> out;
+      for (const json& branch : s[key]) {
+        std::optional<std::set<std::string>> t;
+        try {
+          t = type_set(flattened(branch, "#"));
+        } catch (const Error&) {
+          return std::nullopt;
+        }
+        if (!t) return std::nullopt;
+        out.insert(t->begin(), t->end());
+      }
+      return out;
+    }
+    return own_type_set(s);
+  }
+
+  static std::optional<std::set<std::string>> own_type_set(const json& s) {
     auto type_of = [](const json& v) -> std::string {
       if (v.is_null()) return "null";
       if (v.is_boolean()) return "boolean";
@@ -523,7 +594,8 @@ class SchemaCompiler {
   }
 
   std::optional<std::vector<json>> property_values(const json& s, const std::string& name) {
-    if (!s.contains("properties") || !s["properties"].is_object() || !s["properties"].contains(name)) return std::nullopt;
+    if (!s.contains("properties") || !s["properties"].is_object() || !s["properties"].contains(name))
+      return std::nullopt;
     try {
       return value_set(flattened(s["properties"][name], "#"));
     } catch (const Error&) {
@@ -540,7 +612,8 @@ class SchemaCompiler {
   bool disjoint(const json& a, const json& b) {
     if (!a.is_object() || !b.is_object()) return false;
     const auto ta = type_set(a), tb = type_set(b);
-    if (ta && tb && std::none_of(ta->begin(), ta->end(), [&](const std::string& t) { return tb->count(t) > 0; })) return true;
+    if (ta && tb && std::none_of(ta->begin(), ta->end(), [&](const std::string& t) { return tb->count(t) > 0; }))
+      return true;
     const auto va = value_set(a), vb = value_set(b);
     if (va && vb && no_common_value(*va, *vb)) return true;
     for (const json* x : {&a, &b}) {
@@ -576,9 +649,13 @@ class SchemaCompiler {
   // ---- compilation --------------------------------------------------------------------------
 
   std::string hint(const std::string& path) const {
-    static const std::set<std::string> structural = {"properties", "definitions", "$defs", "items", "anyOf", "oneOf",
-                                                     "allOf", "additionalProperties", "prefixItems",
-                                                     "patternProperties", "additionalItems", "#"};
+    static const std::set<std::string> structural = {"properties",      "definitions",
+                                                     "$defs",           "items",
+                                                     "anyOf",           "oneOf",
+                                                     "allOf",           "additionalProperties",
+                                                     "prefixItems",     "patternProperties",
+                                                     "additionalItems", "#"};
+    if (path == "#") return "root";  // becomes root-value: `root` itself is the grammar's entry rule
     size_t end = path.size();
     while (end > 0) {
       const size_t slash = path.rfind('/', end - 1);
@@ -637,19 +714,31 @@ class SchemaCompiler {
         const std::string branch_path = child_path(path + "/" + key, std::to_string(i));
         merged.push_back(rest.empty() ? branches[i] : merge(rest, flattened(branches[i], branch_path), branch_path));
       }
+      // Exclusivity is judged on the branches with their $refs and allOfs resolved; a branch
+      // that needs nothing added is compiled as written, so $ref rules stay shared.
+      std::vector<json> resolved;
+      if (std::string(key) == "oneOf")
+        for (size_t i = 0; i < merged.size(); ++i)
+          resolved.push_back(rest.empty() ? flattened(merged[i], child_path(path + "/" + key, std::to_string(i)))
+                                          : merged[i]);
       std::vector<std::string> alternatives;
       for (size_t i = 0; i < merged.size(); ++i) {
         const std::string branch_path = child_path(path + "/" + key, std::to_string(i));
         json branch = merged[i];
-        if (std::string(key) == "oneOf") branch = exclusive_branch(merged, i, branch_path);
+        if (!resolved.empty()) {
+          const json exclusive = exclusive_branch(resolved, i, branch_path);
+          if (exclusive != resolved[i]) branch = exclusive;
+        }
         alternatives.push_back(compile(branch, branch_path));
       }
       return rules_.add(hint(path), join(alternatives, " | "));
     }
     for (auto it = schema.begin(); it != schema.end(); ++it)
-      if (refused_keywords().count(it.key())) fail("unsupported keyword '" + it.key() + "'", child_path(path, it.key()));
+      if (refused_keywords().count(it.key()))
+        fail("unsupported keyword '" + it.key() + "'", child_path(path, it.key()));
     const std::vector<std::string> types = allowed_types(schema, path);
-    if (schema.contains("const") || schema.contains("enum")) return rules_.add(hint(path), literals(schema, types, path));
+    if (schema.contains("const") || schema.contains("enum"))
+      return rules_.add(hint(path), literals(schema, types, path));
     std::vector<std::string> alternatives;
     for (const std::string& type : types) {
       if (type == "null") alternatives.push_back("\"null\"");
@@ -672,23 +761,23 @@ class SchemaCompiler {
       for (const json& x : list) {
         if (!x.is_string()) fail("'type' must be a string or a list of strings", path + "/type");
         const std::string name = x.get<std::string>();
-        if (name == "any") return kAllTypes;
-        if (name != "integer" && std::find(kAllTypes.begin(), kAllTypes.end(), name) == kAllTypes.end())
+        if (name == "any") return all_types();
+        if (name != "integer" && std::find(all_types().begin(), all_types().end(), name) == all_types().end())
           fail("unknown type '" + name + "'", path + "/type");
         if (std::find(types.begin(), types.end(), name) == types.end()) types.push_back(name);
       }
       if (types.empty()) fail("'type' is an empty list", path + "/type");
       return types;
     }
-    if (schema.contains("const") || schema.contains("enum")) return kAllTypes;
+    if (schema.contains("const") || schema.contains("enum")) return all_types();
     auto any_of = [&](const std::set<std::string>& keys) {
       return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return schema.contains(k); });
     };
-    if (any_of(kObjectKeywords)) types.push_back("object");
-    if (any_of(kArrayKeywords)) types.push_back("array");
-    if (any_of(kStringKeywords)) types.push_back("string");
-    if (any_of(kNumberKeywords)) types.push_back("number");
-    return types.empty() ? kAllTypes : types;
+    if (any_of(object_keywords())) types.push_back("object");
+    if (any_of(array_keywords())) types.push_back("array");
+    if (any_of(string_keywords())) types.push_back("string");
+    if (any_of(number_keywords())) types.push_back("number");
+    return types.empty() ? all_types() : types;
   }
 
   std::string ws() const { return ws_; }
@@ -708,9 +797,11 @@ class SchemaCompiler {
     any_value_ = rules_.reserve("value");
     const std::string string = any_string(), w = ws();
     const std::string member = string + " " + w + " \":\" " + w + " " + any_value_ + " " + w;
-    const std::string object = rules_.add("object", "\"{\" " + w + " (" + member + " (\",\" " + w + " " + member + ")*)? \"}\"");
+    const std::string object =
+        rules_.add("object", "\"{\" " + w + " (" + member + " (\",\" " + w + " " + member + ")*)? \"}\"");
     const std::string element = any_value_ + " " + w;
-    const std::string array = rules_.add("array", "\"[\" " + w + " (" + element + " (\",\" " + w + " " + element + ")*)? \"]\"");
+    const std::string array =
+        rules_.add("array", "\"[\" " + w + " (" + element + " (\",\" " + w + " " + element + ")*)? \"]\"");
     rules_.define(any_value_, object + " | " + array + " | " + string + " | " + any_number() +
                                   " | \"true\" | \"false\" | \"null\"");
     return any_value_;
@@ -779,15 +870,41 @@ class SchemaCompiler {
     for (auto it = schema.begin(); it != schema.end(); ++it) {
       const std::string& k = it.key();
       if (!validation_keywords().count(k) || k == "type" || k == "enum" || k == "const") continue;
-      const bool applies = (kStringKeywords.count(k) && v.is_string()) || (kNumberKeywords.count(k) && v.is_number()) ||
-                           (kObjectKeywords.count(k) && v.is_object()) || (kArrayKeywords.count(k) && v.is_array());
+      const bool applies = (string_keywords().count(k) && v.is_string()) ||
+                           (number_keywords().count(k) && v.is_number()) ||
+                           (object_keywords().count(k) && v.is_object()) || (array_keywords().count(k) && v.is_array());
       if (!applies) continue;
       if (k == "minLength" && codepoint_count(v.get<std::string>()) < it.value().get<size_t>()) return false;
       if (k == "maxLength" && codepoint_count(v.get<std::string>()) > it.value().get<size_t>()) return false;
-      if (k == "format") continue;  // a value the schema author listed; formats are checked on free text only
+      if (k == "format") {
+        // Unknown formats are annotations; a value would need checking against a known one.
+        static const std::set<std::string> known = {"date",
+                                                    "time",
+                                                    "date-time",
+                                                    "uuid",
+                                                    "email",
+                                                    "idn-email",
+                                                    "uri",
+                                                    "iri",
+                                                    "ipv4",
+                                                    "ipv6",
+                                                    "json-pointer",
+                                                    "hostname",
+                                                    "idn-hostname",
+                                                    "uri-reference",
+                                                    "iri-reference",
+                                                    "uri-template",
+                                                    "relative-json-pointer",
+                                                    "regex",
+                                                    "duration"};
+        if (it.value().is_string() && known.count(it.value().get<std::string>()))
+          fail("unsupported 'format' beside 'enum'/'const'", path);
+        continue;
+      }
       if (k == "pattern") {
         try {
-          if (!std::regex_search(v.get<std::string>(), std::regex(it.value().get<std::string>(), std::regex::ECMAScript)))
+          if (!std::regex_search(v.get<std::string>(),
+                                 std::regex(it.value().get<std::string>(), std::regex::ECMAScript)))
             return false;
         } catch (const std::regex_error&) {
           fail("unsupported 'pattern' beside 'enum'", path);
@@ -801,7 +918,7 @@ class SchemaCompiler {
         if (hi && (x > hi->value || (hi->exclusive && x == hi->value))) return false;
         continue;
       }
-      if (k == "minLength" || k == "maxLength") continue;
+      if (k == "minLength" || k == "maxLength") continue;  // checked above
       fail("unsupported '" + k + "' beside 'enum'/'const'", path);
     }
     return true;
@@ -811,8 +928,8 @@ class SchemaCompiler {
     std::vector<json> values;
     if (schema.contains("const")) {
       values.push_back(schema["const"]);
-      if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), schema["const"]) ==
-                                         schema["enum"].end())
+      if (schema.contains("enum") &&
+          std::find(schema["enum"].begin(), schema["enum"].end(), schema["const"]) == schema["enum"].end())
         values.clear();
     } else {
       if (!schema["enum"].is_array()) fail("'enum' is not an array", path + "/enum");
@@ -839,24 +956,32 @@ class SchemaCompiler {
     if (name == "date" || name == "date-time" || name == "time") {
       const std::string year = r("year", "[1-9] [0-9]{3} | \"0\" ([1-9] [0-9]{2} | \"0\" ([1-9] [0-9] | \"0\" [1-9]))");
       // Leap years: divisible by 4, and centuries only when divisible by 400 (year 0000 does not exist).
-      const std::string leap = r("leap-year", "[0-9]{2} ([02468] [48] | [2468] \"0\" | [13579] [26]) | (\"0\" [48] | [2468] [048] | [13579] [26]) \"00\"");
-      const std::string month_day = r("month-day",
-          "(\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8]) | (\"0\" [13-9] | \"1\" [0-2]) \"-\" (\"29\" | \"30\") | (\"0\" [13578] | \"1\" [02]) \"-31\"");
+      const std::string leap = r(
+          "leap-year",
+          "[0-9]{2} ([02468] [48] | [2468] \"0\" | [13579] [26]) | (\"0\" [48] | [2468] [048] | [13579] [26]) \"00\"");
+      const std::string month_day =
+          r("month-day",
+            "(\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8]) | (\"0\" [13-9] | \"1\" "
+            "[0-2]) \"-\" (\"29\" | \"30\") | (\"0\" [13578] | \"1\" [02]) \"-31\"");
       const std::string date = r("date", year + " \"-\" " + month_day + " | " + leap + " \"-02-29\"");
       const std::string time = r("time",
-          "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]+)? (\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])");
+                                 "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]+)? "
+                                 "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])");
       if (name == "date") return Format{date, 10, 10};
       if (name == "time") return Format{time, 9, std::nullopt};
       return Format{r("date-time", date + " \"T\" " + time), 20, std::nullopt};
     }
     if (name == "uuid")
-      return Format{r("uuid", hex + "{8} \"-\" " + hex + "{4} \"-\" " + hex + "{4} \"-\" " + hex + "{4} \"-\" " + hex + "{12}"), 36, 36};
+      return Format{
+          r("uuid", hex + "{8} \"-\" " + hex + "{4} \"-\" " + hex + "{4} \"-\" " + hex + "{4} \"-\" " + hex + "{12}"),
+          36, 36};
     if (name == "email" || name == "idn-email") {
       const bool idn = name == "idn-email";
       const std::string more = idn ? "\\u0080-\\U0010FFFF" : "";
       const std::string atom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-" + more + "]+";
       const std::string label = "[A-Za-z0-9" + more + "] ([A-Za-z0-9\\-" + more + "]* [A-Za-z0-9" + more + "])?";
-      return Format{r(name, atom + " (\".\" " + atom + ")* \"@\" " + label + " (\".\" " + label + ")*"), 3, std::nullopt};
+      return Format{r(name, atom + " (\".\" " + atom + ")* \"@\" " + label + " (\".\" " + label + ")*"), 3,
+                    std::nullopt};
     }
     if (name == "ipv4") return Format{ipv4(), 7, 15};
     if (name == "ipv6") return Format{ipv6(), 2, std::nullopt};
@@ -869,16 +994,19 @@ class SchemaCompiler {
       CodepointSet others;
       for (auto [lo, hi] : plain.ranges())
         for (auto [elo, ehi] : allowed.ranges()) others.add(std::max(lo, elo), std::min(hi, ehi));
-      return Format{r("json-pointer", "(\"/\" (" + json_string_char(rules_, others) + " | \"~\" [01])*)*"), 0, std::nullopt};
+      return Format{r("json-pointer", "(\"/\" (" + json_string_char(rules_, others) + " | \"~\" [01])*)*"), 0,
+                    std::nullopt};
     }
-    static const std::set<std::string> asserted = {"hostname", "idn-hostname", "uri-reference", "iri-reference",
-                                                   "uri-template", "relative-json-pointer", "regex", "duration"};
+    static const std::set<std::string> asserted = {"hostname",      "idn-hostname", "uri-reference",
+                                                   "iri-reference", "uri-template", "relative-json-pointer",
+                                                   "regex",         "duration"};
     if (asserted.count(name)) fail("unsupported format '" + name + "'", path + "/format");
     return std::nullopt;  // an unknown format is an annotation, as validators treat it
   }
 
   std::string ipv4() {
-    const std::string octet = rules_.add("ipv4-octet", "[0-9] | [1-9] [0-9] | \"1\" [0-9]{2} | \"2\" [0-4] [0-9] | \"25\" [0-5]");
+    const std::string octet =
+        rules_.add("ipv4-octet", "[0-9] | [1-9] [0-9] | \"1\" [0-9]{2} | \"2\" [0-4] [0-9] | \"25\" [0-5]");
     return rules_.add("ipv4", octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet);
   }
 
@@ -888,16 +1016,15 @@ class SchemaCompiler {
     const std::string ls32 = rules_.add("ls32", h16 + " \":\" " + h16 + " | " + ipv4());
     const std::string g = "(" + h16 + " \":\")";
     auto before = [&](int n) { return "((" + h16 + " \":\"){0," + std::to_string(n) + "} " + h16 + ")?"; };
-    std::vector<std::string> alternatives = {
-        g + "{6} " + ls32,
-        "\"::\" " + g + "{5} " + ls32,
-        h16 + "? \"::\" " + g + "{4} " + ls32,
-        before(1) + " \"::\" " + g + "{3} " + ls32,
-        before(2) + " \"::\" " + g + "{2} " + ls32,
-        before(3) + " \"::\" " + h16 + " \":\" " + ls32,
-        before(4) + " \"::\" " + ls32,
-        before(5) + " \"::\" " + h16,
-        before(6) + " \"::\""};
+    std::vector<std::string> alternatives = {g + "{6} " + ls32,
+                                             "\"::\" " + g + "{5} " + ls32,
+                                             h16 + "? \"::\" " + g + "{4} " + ls32,
+                                             before(1) + " \"::\" " + g + "{3} " + ls32,
+                                             before(2) + " \"::\" " + g + "{2} " + ls32,
+                                             before(3) + " \"::\" " + h16 + " \":\" " + ls32,
+                                             before(4) + " \"::\" " + ls32,
+                                             before(5) + " \"::\" " + h16,
+                                             before(6) + " \"::\""};
     return rules_.add("ipv6", join(alternatives, " | "));
   }
 
@@ -906,23 +1033,27 @@ class SchemaCompiler {
     const std::string p = iri ? "i" : "";
     std::string unreserved_class = "A-Za-z0-9\\-._~";
     if (iri)
-      unreserved_class += "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF\\U00010000-\\U0001FFFD\\U00020000-\\U0002FFFD"
-                          "\\U00030000-\\U0003FFFD\\U00040000-\\U0004FFFD\\U00050000-\\U0005FFFD\\U00060000-\\U0006FFFD"
-                          "\\U00070000-\\U0007FFFD\\U00080000-\\U0008FFFD\\U00090000-\\U0009FFFD\\U000A0000-\\U000AFFFD"
-                          "\\U000B0000-\\U000BFFFD\\U000C0000-\\U000CFFFD\\U000D0000-\\U000DFFFD\\U000E1000-\\U000EFFFD";
+      unreserved_class +=
+          "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF\\U00010000-\\U0001FFFD\\U00020000-\\U0002FFFD"
+          "\\U00030000-\\U0003FFFD\\U00040000-\\U0004FFFD\\U00050000-\\U0005FFFD\\U00060000-\\U0006FFFD"
+          "\\U00070000-\\U0007FFFD\\U00080000-\\U0008FFFD\\U00090000-\\U0009FFFD\\U000A0000-\\U000AFFFD"
+          "\\U000B0000-\\U000BFFFD\\U000C0000-\\U000CFFFD\\U000D0000-\\U000DFFFD\\U000E1000-\\U000EFFFD";
     const std::string sub_delims = "!$&'()*+,;=";
     const std::string pct = "\"%\" [0-9a-fA-F]{2}";
     const std::string pchar = rules_.add(p + "uri-pchar", "[" + unreserved_class + sub_delims + ":@] | " + pct);
     const std::string reg_char = rules_.add(p + "uri-reg-char", "[" + unreserved_class + sub_delims + "] | " + pct);
     const std::string user_char = rules_.add(p + "uri-user-char", "[" + unreserved_class + sub_delims + ":] | " + pct);
-    const std::string ip_literal = rules_.add("uri-ip-literal",
-        "\"[\" (" + ipv6() + " | \"v\" [0-9a-fA-F]+ \".\" [A-Za-z0-9\\-._~" + sub_delims + ":]+) \"]\"");
-    const std::string authority = rules_.add(p + "uri-authority",
-        "(" + user_char + "* \"@\")? (" + ip_literal + " | " + reg_char + "*) (\":\" [0-9]*)?");
+    const std::string ip_literal =
+        rules_.add("uri-ip-literal",
+                   "\"[\" (" + ipv6() + " | \"v\" [0-9a-fA-F]+ \".\" [A-Za-z0-9\\-._~" + sub_delims + ":]+) \"]\"");
+    const std::string authority = rules_.add(
+        p + "uri-authority", "(" + user_char + "* \"@\")? (" + ip_literal + " | " + reg_char + "*) (\":\" [0-9]*)?");
     const std::string segments = "(\"/\" " + pchar + "*)*";
-    const std::string hier = rules_.add(p + "uri-hier",
-        "\"//\" " + authority + " " + segments + " | \"/\" (" + pchar + "+ " + segments + ")? | " + pchar + "+ " + segments + " | \"\"");
-    const std::string query_char = rules_.add(p + "uri-query-char", pchar + " | [/?]" + (iri ? " | [\\uE000-\\uF8FF]" : ""));
+    const std::string hier =
+        rules_.add(p + "uri-hier", "\"//\" " + authority + " " + segments + " | \"/\" (" + pchar + "+ " + segments +
+                                       ")? | " + pchar + "+ " + segments + " | \"\"");
+    const std::string query_char =
+        rules_.add(p + "uri-query-char", pchar + " | [/?]" + (iri ? " | [\\uE000-\\uF8FF]" : ""));
     const std::string fragment_char = rules_.add(p + "uri-fragment-char", pchar + " | [/?]");
     return rules_.add(p + "uri", "[A-Za-z] [A-Za-z0-9+\\-.]* \":\" " + hier + " (\"?\" " + query_char + "*)? (\"#\" " +
                                      fragment_char + "*)?");
@@ -941,7 +1072,8 @@ class SchemaCompiler {
     if (max_length && *max_length < min_length) fail("unsatisfiable minLength > maxLength", path);
     const std::string quote = "\"\\\"\"";
     std::optional<Format> format;
-    if (schema.contains("format") && schema["format"].is_string()) format = format_of(schema["format"].get<std::string>(), path);
+    if (schema.contains("format") && schema["format"].is_string())
+      format = format_of(schema["format"].get<std::string>(), path);
     std::optional<RegexFragment> pattern;
     if (schema.contains("pattern")) {
       if (!schema["pattern"].is_string()) fail("'pattern' is not a string", path + "/pattern");
@@ -973,7 +1105,8 @@ class SchemaCompiler {
   std::string number_expression(const json& schema, const std::string& path, bool integer) {
     if (schema.contains("multipleOf")) {
       const json& m = schema["multipleOf"];
-      if (!(integer && m.is_number() && m.get<double>() == 1.0)) fail("unsupported keyword 'multipleOf'", path + "/multipleOf");
+      if (!(integer && m.is_number() && m.get<double>() == 1.0))
+        fail("unsupported keyword 'multipleOf'", path + "/multipleOf");
     }
     const auto lo = read_bound(schema, true, path), hi = read_bound(schema, false, path);
     if (integer) {
@@ -986,7 +1119,8 @@ class SchemaCompiler {
       return rules_.add(hint(path) + "-integer", *expression);
     }
     if (!lo && !hi) return any_number();
-    const bool integer_bounds = (!lo || std::floor(lo->value) == lo->value) && (!hi || std::floor(hi->value) == hi->value);
+    const bool integer_bounds =
+        (!lo || std::floor(lo->value) == lo->value) && (!hi || std::floor(hi->value) == hi->value);
     if (!integer_bounds) return decimal_range(lo, hi, path);
     // v = ±(I + f): with f = 0 the value is ±I; with 0 < f < 1 it lies strictly between two
     // integers, so integer bounds constrain only I. Bounded numbers are written without exponent.
@@ -996,15 +1130,16 @@ class SchemaCompiler {
     const std::optional<int64_t> H_exact = H ? std::optional<int64_t>(*H - (hi->exclusive ? 1 : 0)) : std::nullopt;
     const std::string zero_fraction = "(\".\" \"0\"+)?", nonzero_fraction = "\".\" \"0\"* [1-9] [0-9]*";
     std::vector<std::string> alternatives;
-    auto add = [&](std::optional<int64_t> a, std::optional<int64_t> b, const std::string& sign, const std::string& fraction) {
+    auto add = [&](std::optional<int64_t> a, std::optional<int64_t> b, const std::string& sign,
+                   const std::string& fraction) {
       const int64_t from = std::max<int64_t>(0, a.value_or(0));
       if (b && *b < from) return;
       alternatives.push_back(sign + nonnegative_range(from, b) + " " + fraction);
     };
     auto negate = [](std::optional<int64_t> x) { return x ? std::optional<int64_t>(-*x) : std::nullopt; };
-    add(L_exact, H_exact, "", zero_fraction);                                                    // +I
-    add(L, H ? std::optional<int64_t>(*H - 1) : std::nullopt, "", nonzero_fraction);             // +(I, I+1)
-    add(negate(H_exact), negate(L_exact), "\"-\" ", zero_fraction);                              // -I
+    add(L_exact, H_exact, "", zero_fraction);                                                        // +I
+    add(L, H ? std::optional<int64_t>(*H - 1) : std::nullopt, "", nonzero_fraction);                 // +(I, I+1)
+    add(negate(H_exact), negate(L_exact), "\"-\" ", zero_fraction);                                  // -I
     add(negate(H), L ? std::optional<int64_t>(-*L - 1) : std::nullopt, "\"-\" ", nonzero_fraction);  // -(I, I+1)
     if (alternatives.empty()) fail("unsatisfiable number bounds", path);
     return rules_.add(hint(path) + "-number", join(alternatives, " | "));
@@ -1025,7 +1160,8 @@ class SchemaCompiler {
     std::vector<std::string> alternatives;
     // Magnitudes m ≥ 0 in [a, b] (b nullopt: unbounded) written as I ("." F)?.
     auto magnitude = [&](End a, std::optional<End> b, const std::string& sign) {
-      if (b && (compare(a.value, b->value) > 0 || (compare(a.value, b->value) == 0 && (a.exclusive || b->exclusive)))) return;
+      if (b && (compare(a.value, b->value) > 0 || (compare(a.value, b->value) == 0 && (a.exclusive || b->exclusive))))
+        return;
       const std::string any_fraction = "(\".\" [0-9]+)?";
       auto integer = [](int64_t v) { return nonnegative_range(v, v); };
       if (b && a.value.whole == b->value.whole) {
@@ -1036,8 +1172,9 @@ class SchemaCompiler {
       if (auto f = fraction_between(&a.value.fraction, a.exclusive, nullptr, false))
         alternatives.push_back(sign + integer(a.value.whole) + " " + *f);
       if (!b || b->value.whole - a.value.whole >= 2)
-        alternatives.push_back(sign + nonnegative_range(a.value.whole + 1, b ? std::optional<int64_t>(b->value.whole - 1) : std::nullopt) +
-                               " " + any_fraction);
+        alternatives.push_back(
+            sign + nonnegative_range(a.value.whole + 1, b ? std::optional<int64_t>(b->value.whole - 1) : std::nullopt) +
+            " " + any_fraction);
       if (b)
         if (auto f = fraction_between(nullptr, false, &b->value.fraction, b->exclusive))
           alternatives.push_back(sign + integer(b->value.whole) + " " + *f);
@@ -1073,14 +1210,14 @@ class SchemaCompiler {
     // After i digits, still equal to low's first i digits (tight_low) / high's (tight_high): may
     // the fraction end here?
     auto can_end = [&](size_t i, bool tight_low, bool tight_high) {
-      if (tight_low && (i < low->size() || low_exclusive)) return false;  // below low, or equal when exclusive
+      if (tight_low && (i < low->size() || low_exclusive)) return false;    // below low, or equal when exclusive
       if (tight_high && i >= high->size() && high_exclusive) return false;  // equal to high when exclusive
       return true;
     };
     std::map<std::tuple<size_t, bool, bool>, std::optional<std::string>> memo;
     // At least one more digit; the states past `width` repeat, so rules may recurse.
-    std::function<std::optional<std::string>(size_t, bool, bool)> more = [&](size_t i, bool tight_low, bool tight_high)
-        -> std::optional<std::string> {
+    std::function<std::optional<std::string>(size_t, bool, bool)> more =
+        [&](size_t i, bool tight_low, bool tight_high) -> std::optional<std::string> {
       if (!tight_low && !tight_high) return std::string("[0-9]+");
       const auto key = std::make_tuple(std::min(i, width), tight_low, tight_high);
       if (auto it = memo.find(key); it != memo.end()) return it->second;
@@ -1156,7 +1293,8 @@ class SchemaCompiler {
     };
     const json patterns = schema.contains("patternProperties") ? schema["patternProperties"] : json::object();
     bool patterns_trivial = true;
-    for (auto it = patterns.begin(); it != patterns.end(); ++it) patterns_trivial = patterns_trivial && is_trivial(it.value());
+    for (auto it = patterns.begin(); it != patterns.end(); ++it)
+      patterns_trivial = patterns_trivial && is_trivial(it.value());
     const std::string pattern_path = path + "/patternProperties";
     if (!patterns.empty() && additional == false) {
       // Every extra key matches some pattern; keys matching several must satisfy each schema, so
@@ -1164,13 +1302,16 @@ class SchemaCompiler {
       const json value_schema = patterns.begin().value();
       std::vector<std::string> keys;
       for (auto it = patterns.begin(); it != patterns.end(); ++it) {
-        if (it.value() != value_schema) fail("unsupported 'patternProperties' with different schemas per pattern", pattern_path);
+        if (it.value() != value_schema)
+          fail("unsupported 'patternProperties' with different schemas per pattern", pattern_path);
         for (const auto& [name, unused] : members)
           if (pattern_matches(it.key(), name, pattern_path))
-            fail("unsupported 'patternProperties' pattern /" + it.key() + "/ matching the declared property '" + name + "'",
+            fail("unsupported 'patternProperties' pattern /" + it.key() + "/ matching the declared property '" + name +
+                     "'",
                  pattern_path);
         try {
-          keys.push_back(compile_regex(rules_, it.key(), RegexAnchoring::search, RegexTarget::json_string_contents).expression);
+          keys.push_back(
+              compile_regex(rules_, it.key(), RegexAnchoring::search, RegexTarget::json_string_contents).expression);
         } catch (const Error& e) {
           fail(std::string("unsupported 'patternProperties' (") + e.what() + ")", pattern_path);
         }
@@ -1193,13 +1334,15 @@ class SchemaCompiler {
         std::string matching;
         RegexComplement others;
         try {
-          matching = compile_regex(rules_, pattern, RegexAnchoring::search, RegexTarget::json_string_contents).expression;
+          matching =
+              compile_regex(rules_, pattern, RegexAnchoring::search, RegexTarget::json_string_contents).expression;
           others = compile_regex_complement(rules_, pattern);
         } catch (const Error& e) {
           fail(std::string("unsupported 'patternProperties' (") + e.what() + ")", pattern_path);
         }
         if (!others.handled)
-          fail("unsupported 'patternProperties' /" + pattern + "/ (extra keys would need the pattern's complement)", pattern_path);
+          fail("unsupported 'patternProperties' /" + pattern + "/ (extra keys would need the pattern's complement)",
+               pattern_path);
         const std::string quote = "\"\\\"\"";
         std::vector<std::string> alternatives = {
             member_of(quote + " " + matching + " " + quote, compile(value_schema, value_path))};
@@ -1219,7 +1362,8 @@ class SchemaCompiler {
     auto count_of = [&](const char* key) -> std::optional<size_t> {
       if (!schema.contains(key)) return std::nullopt;
       const json& v = schema[key];
-      if (!v.is_number() || v.get<double>() < 0) fail(std::string("'") + key + "' is not a non-negative integer", child_path(path, key));
+      if (!v.is_number() || v.get<double>() < 0)
+        fail(std::string("'") + key + "' is not a non-negative integer", child_path(path, key));
       return static_cast<size_t>(v.get<double>());
     };
     const size_t min_members = count_of("minProperties").value_or(0);
@@ -1249,7 +1393,8 @@ class SchemaCompiler {
     const std::string extra_member = extra.value_or("");
     const std::string comma = "\",\" " + w + " ";
     std::map<std::pair<size_t, size_t>, std::optional<std::string>> memo;
-    std::function<std::optional<std::string>(size_t, size_t)> state = [&](size_t i, size_t c) -> std::optional<std::string> {
+    std::function<std::optional<std::string>(size_t, size_t)> state = [&](size_t i,
+                                                                          size_t c) -> std::optional<std::string> {
       if (auto it = memo.find({i, c}); it != memo.end()) return it->second;
       std::vector<std::string> alternatives;
       bool can_end = false;
@@ -1261,8 +1406,9 @@ class SchemaCompiler {
         } else if (c == 0) {
           can_end = need == 0;
           if (!allow || *allow >= 1)
-            alternatives.push_back(extra_member + " " + repeat(comma + extra_member, need > 0 ? need - 1 : 0,
-                                                               allow ? std::optional<size_t>(*allow - 1) : std::nullopt));
+            alternatives.push_back(extra_member + " " +
+                                   repeat(comma + extra_member, need > 0 ? need - 1 : 0,
+                                          allow ? std::optional<size_t>(*allow - 1) : std::nullopt));
         } else {
           const std::string more = repeat(comma + extra_member, need, allow);
           if (more.empty()) {
@@ -1351,7 +1497,8 @@ class SchemaCompiler {
     auto count = [&](const char* key) -> std::optional<size_t> {
       if (!schema.contains(key)) return std::nullopt;
       const json& v = schema[key];
-      if (!v.is_number() || v.get<double>() < 0) fail(std::string("'") + key + "' is not a non-negative integer", child_path(path, key));
+      if (!v.is_number() || v.get<double>() < 0)
+        fail(std::string("'") + key + "' is not a non-negative integer", child_path(path, key));
       return static_cast<size_t>(v.get<double>());
     };
     const size_t min_items = count("minItems").value_or(0);

@@ -211,7 +211,7 @@ std::string json_string_char(GbnfRules& rules, const CodepointSet& set) {
   if (!raw.empty()) alternatives.push_back(gbnf_class(raw));
   // Short escapes: \" \\ \/ \b \f \n \r \t.
   static const std::pair<uint32_t, char> kShort[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {8, 'b'},
-                                                      {12, 'f'},  {10, 'n'},   {13, 'r'}, {9, 't'}};
+                                                     {12, 'f'},  {10, 'n'},    {13, 'r'},  {9, 't'}};
   CodepointSet short_letters;
   for (auto [cp, letter] : kShort)
     if (set.contains(cp)) short_letters.add(static_cast<uint32_t>(letter), static_cast<uint32_t>(letter));
@@ -255,11 +255,11 @@ namespace {
 struct RegexNode {
   enum class Kind { empty, chars, concat, alternation, repeat, line_start, line_end };
   Kind kind = Kind::empty;
-  CodepointSet chars;             // chars
+  CodepointSet chars;               // chars
   std::vector<RegexNode> children;  // concat, alternation, repeat (one child)
-  size_t min = 0;                 // repeat
-  std::optional<size_t> max;      // repeat; nullopt: unbounded
-  size_t position = 0;            // where it starts in the pattern, for errors
+  size_t min = 0;                   // repeat
+  std::optional<size_t> max;        // repeat; nullopt: unbounded
+  size_t position = 0;              // where it starts in the pattern, for errors
 };
 
 CodepointSet single(uint32_t cp) {
@@ -497,28 +497,43 @@ class RegexParser {
     const uint32_t e = peek();
     ++pos_;
     switch (e) {
-      case 'd': return digit_set();
-      case 'D': return digit_set().complement();
-      case 'w': return word_set();
-      case 'W': return word_set().complement();
-      case 's': return space_set();
-      case 'S': return space_set().complement();
-      case 'n': return single('\n');
-      case 'r': return single('\r');
-      case 't': return single('\t');
-      case 'f': return single('\f');
-      case 'v': return single('\v');
+      case 'd':
+        return digit_set();
+      case 'D':
+        return digit_set().complement();
+      case 'w':
+        return word_set();
+      case 'W':
+        return word_set().complement();
+      case 's':
+        return space_set();
+      case 'S':
+        return space_set().complement();
+      case 'n':
+        return single('\n');
+      case 'r':
+        return single('\r');
+      case 't':
+        return single('\t');
+      case 'f':
+        return single('\f');
+      case 'v':
+        return single('\v');
       case 'b':
         if (in_class) return single('\b');
         fail("unsupported word boundary \\b", start);
-      case 'B': fail("unsupported word boundary \\B", start);
+      case 'B':
+        fail("unsupported word boundary \\B", start);
       case 'p':
-      case 'P': fail("unsupported Unicode property class \\" + std::string(1, static_cast<char>(e)), start);
-      case 'k': fail("unsupported named backreference \\k", start);
+      case 'P':
+        fail("unsupported Unicode property class \\" + std::string(1, static_cast<char>(e)), start);
+      case 'k':
+        fail("unsupported named backreference \\k", start);
       case '0':
         if (peek() >= '0' && peek() <= '9') fail("unsupported octal escape", start);
         return single(0);
-      case 'x': return single(hex_value(2));
+      case 'x':
+        return single(hex_value(2));
       case 'c': {
         const uint32_t letter = peek();
         if (!((letter | 0x20) >= 'a' && (letter | 0x20) <= 'z')) fail("\\c must be followed by a letter", start);
@@ -551,7 +566,8 @@ class RegexParser {
         if (cp >= 0xD800 && cp <= 0xDFFF) fail("unsupported lone surrogate \\u" + hex(cp, 4), start);
         return single(cp);
       }
-      default: break;
+      default:
+        break;
     }
     if (e >= '1' && e <= '9') fail("unsupported backreference \\" + std::string(1, static_cast<char>(e)), start);
     if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z'))
@@ -616,13 +632,16 @@ bool nullable(const RegexNode& n) {
   switch (n.kind) {
     case RegexNode::Kind::empty:
     case RegexNode::Kind::line_start:
-    case RegexNode::Kind::line_end: return true;
-    case RegexNode::Kind::chars: return false;
+    case RegexNode::Kind::line_end:
+      return true;
+    case RegexNode::Kind::chars:
+      return false;
     case RegexNode::Kind::concat:
       return std::all_of(n.children.begin(), n.children.end(), [](const RegexNode& c) { return nullable(c); });
     case RegexNode::Kind::alternation:
       return std::any_of(n.children.begin(), n.children.end(), [](const RegexNode& c) { return nullable(c); });
-    case RegexNode::Kind::repeat: return n.min == 0 || nullable(n.children[0]);
+    case RegexNode::Kind::repeat:
+      return n.min == 0 || nullable(n.children[0]);
   }
   return false;
 }
@@ -674,7 +693,8 @@ class RegexEmitter {
       case RegexNode::Kind::repeat: {
         const RegexNode& child = n.children[0];
         // x* with a nullable x would make a rule that loops without consuming (left recursion).
-        if (!n.max && nullable(child)) parser_.fail("unsupported unbounded repetition of something that can be empty", n.position);
+        if (!n.max && nullable(child))
+          parser_.fail("unsupported unbounded repetition of something that can be empty", n.position);
         size_t cmin;
         std::optional<size_t> cmax;
         const std::string inner = "(" + emit(child, cmin, cmax) + ")";
@@ -756,8 +776,8 @@ RegexFragment compile_regex(GbnfRules& rules, std::string_view pattern, RegexAnc
       if (!ends_anchored) expression = expression + " " + any_text, max.reset();
     }
     fragment.min_length = std::min(fragment.min_length, min);
-    fragment.max_length = (fragment.max_length && max) ? std::optional<size_t>(std::max(*fragment.max_length, *max))
-                                                       : std::nullopt;
+    fragment.max_length =
+        (fragment.max_length && max) ? std::optional<size_t>(std::max(*fragment.max_length, *max)) : std::nullopt;
     out += (out.empty() ? "" : " | ") + expression;
   }
   fragment.expression = alternatives.size() > 1 ? "(" + out + ")" : out;
@@ -792,7 +812,9 @@ RegexComplement compile_regex_complement(GbnfRules& rules, std::string_view patt
   const std::string any = json_string_char(rules, all_codepoints()) + "*";
   const std::optional<std::string> outside =
       outside_set.empty() ? std::nullopt : std::optional<std::string>(json_string_char(rules, outside_set));
-  auto fewer = [&](size_t count) { return count == 0 ? std::string() : "(" + in_class + "){0," + std::to_string(count - 1) + "}"; };
+  auto fewer = [&](size_t count) {
+    return count == 0 ? std::string() : "(" + in_class + "){0," + std::to_string(count - 1) + "}";
+  };
   std::vector<std::string> alternatives;
   if (!starts_anchored && !ends_anchored) {
     // A match exists iff some run of C has at least `min` characters.
@@ -817,11 +839,12 @@ RegexComplement compile_regex_complement(GbnfRules& rules, std::string_view patt
       alternatives.push_back(starts_anchored ? (min == 1 ? "" : short_run + " ") + *outside + " " + any
                                              : any + " " + *outside + (min == 1 ? "" : " " + short_run));
   }
-  if (!alternatives.empty()) out.expression = "(" + [&] {
-    std::string joined;
-    for (size_t i = 0; i < alternatives.size(); ++i) joined += (i ? " | " : "") + alternatives[i];
-    return joined;
-  }() + ")";
+  if (!alternatives.empty())
+    out.expression = "(" + [&] {
+      std::string joined;
+      for (size_t i = 0; i < alternatives.size(); ++i) joined += (i ? " | " : "") + alternatives[i];
+      return joined;
+    }() + ")";
   return out;
 }
 

@@ -8,8 +8,10 @@
 // `(?<name> )`, `|`, quantifiers `* + ? {m} {m,} {m,n}` (a lazy `?` suffix changes nothing for a
 // grammar) and the anchors `^` `$` at the start/end of a top-level alternative. Classes follow
 // ECMAScript, not Python: `\d` is [0-9], `\w` is [A-Za-z0-9_], `.` is any code point but
-// \n \r U+2028 U+2029. Backreferences, lookaround, `\b \B`, `\p{..}`, inline flags and anchors
-// elsewhere are refused: Error naming the construct and its position.
+// \n \r U+2028 U+2029, `$` matches only at the very end (Python's `re`, which some validators
+// use, also matches before a final newline). Backreferences, lookaround, `\b \B`, `\p{..}`,
+// inline flags, anchors elsewhere and unbounded repetition of something that can be empty are
+// refused: Error naming the construct and its position.
 #pragma once
 #include <cstddef>
 #include <map>

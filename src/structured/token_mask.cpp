@@ -28,6 +28,8 @@ TokenTrie build_trie(std::vector<int32_t> ids, const std::vector<std::string>& p
   for (size_t q = 0; q < queue.size(); ++q) {
     const Pending p = queue[q];
     size_t i = p.begin;
+    trie.nodes[p.node].subtree_begin = static_cast<uint32_t>(p.begin);
+    trie.nodes[p.node].subtree_end = static_cast<uint32_t>(p.end);
     trie.nodes[p.node].first_token = static_cast<uint32_t>(trie.tokens.size());
     while (i < p.end && bytes(ids[i]).size() == p.depth) trie.tokens.push_back(ids[i++]);  // they sort first
     trie.nodes[p.node].num_tokens = static_cast<uint32_t>(trie.tokens.size()) - trie.nodes[p.node].first_token;
@@ -44,13 +46,25 @@ TokenTrie build_trie(std::vector<int32_t> ids, const std::vector<std::string>& p
     }
     trie.nodes[p.node].num_children = static_cast<uint32_t>(trie.nodes.size()) - trie.nodes[p.node].first_child;
   }
+  trie.sorted = std::move(ids);
   return trie;
 }
 
-bool is_plain(const std::string& piece) {
+bool is_plain(std::string_view piece) {
   for (unsigned char c : piece)
     if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) return false;
   return unicode::is_valid_utf8(piece);
+}
+
+// The smallest offset from which the piece is plain (piece.size() when only the empty end is).
+uint16_t plain_start(const std::string& piece) {
+  size_t start = piece.size();
+  for (size_t k = piece.size(); k-- > 0;) {
+    if ((static_cast<uint8_t>(piece[k]) & 0xC0) == 0x80) continue;  // not a character start
+    if (!is_plain(std::string_view(piece).substr(k))) break;
+    start = k;
+  }
+  return static_cast<uint16_t>(std::min<size_t>(start, 65535));
 }
 
 }  // namespace
@@ -59,6 +73,7 @@ VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
   const int32_t n = tokenizer.n_vocab();
   pieces_.resize(static_cast<size_t>(n));
   plain_.words.assign((static_cast<size_t>(n) + 63) / 64, 0);
+  plain_start_.assign(static_cast<size_t>(n), 0);
   std::vector<int32_t> all, special;
   for (int32_t id = 0; id < n; ++id) {
     if (tokenizer.is_end_of_generation(id)) {
@@ -70,6 +85,7 @@ VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
     piece = tokenizer.token_to_piece(id, false);
     if (piece.empty()) continue;
     max_token_bytes_ = std::max(max_token_bytes_, piece.size());
+    plain_start_[static_cast<size_t>(id)] = plain_start(piece);
     all.push_back(id);
     if (is_plain(piece)) {
       plain_.allow(id);
@@ -112,8 +128,43 @@ void ConstraintTables::walk(const TokenTrie& trie, uint32_t trie_node, size_t de
     if (!automaton_->can_take(here, child.byte)) continue;
     automaton_->advance(here, child.byte, next);
     if (next.empty()) continue;
+    if (child.num_children > 0 && next.size() == 1 && next[0] != GrammarAutomaton::kAccepted && node_loops(next[0])) {
+      // Inside a free string from here on: the subtree needs no walk (allow_subtree_from_loop).
+      allow_subtree_from_loop(trie, c, depth + 1, next, mask);
+      continue;
+    }
     for (uint32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) mask.allow(trie.tokens[t]);
     if (child.num_children > 0) walk(trie, c, depth + 1, mask);
+  }
+}
+
+bool ConstraintTables::node_loops(uint32_t node) {
+  if (node >= node_loops_.size()) node_loops_.resize(automaton_->num_nodes() + 64, -1);
+  if (node_loops_[node] < 0) node_loops_[node] = loops_on_plain_characters(GrammarAutomaton::State{node}) ? 1 : 0;
+  return node_loops_[node] == 1;
+}
+
+void ConstraintTables::allow_subtree_from_loop(const TokenTrie& trie, uint32_t c, size_t depth, const GrammarAutomaton::State& state,
+                                               TokenMask& mask) {
+  // Every plain character leads `state` back to itself, so a token whose rest is plain is allowed
+  // as it stands; the others (a quote, an escape, a control byte, a broken character ahead) are
+  // run through the automaton one by one.
+  const TokenTrie::Node& node = trie.nodes[c];
+  for (uint32_t k = node.subtree_begin; k < node.subtree_end; ++k) {
+    const int32_t id = trie.sorted[k];
+    if (vocabulary_->plain_from(id, depth)) {
+      mask.allow(id);
+      continue;
+    }
+    const std::string& bytes = vocabulary_->bytes_of(id);
+    probe_a_ = state;
+    bool alive = true;
+    for (size_t i = depth; i < bytes.size() && alive; ++i) {
+      automaton_->advance(probe_a_, static_cast<uint8_t>(bytes[i]), probe_b_);
+      std::swap(probe_a_, probe_b_);
+      alive = !probe_a_.empty();
+    }
+    if (alive) mask.allow(id);
   }
 }
 

@@ -34,10 +34,12 @@ struct TokenTrie {
   struct Node {
     uint32_t first_child = 0, num_children = 0;
     uint32_t first_token = 0, num_tokens = 0;  // tokens whose bytes end here: tokens[first_token ...]
+    uint32_t subtree_begin = 0, subtree_end = 0;  // every token below (and at) this node: sorted[begin, end)
     uint8_t byte = 0;                          // the byte leading into this node
   };
   std::vector<Node> nodes;  // nodes[0]: the root (the empty prefix)
   std::vector<int32_t> tokens;
+  std::vector<int32_t> sorted;  // the trie's ids sorted by their bytes: each subtree is a range
 };
 
 class VocabularyTrie {
@@ -51,6 +53,11 @@ class VocabularyTrie {
   const TokenMask& plain_tokens() const { return plain_; }
   const TokenTrie& special() const { return special_; }
   const std::string& bytes_of(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+  // True when the token's bytes from `offset` on are plain characters (offset at a character start).
+  bool plain_from(int32_t id, size_t offset) const {
+    const std::string& b = pieces_[static_cast<size_t>(id)];
+    return offset >= plain_start_[static_cast<size_t>(id)] && (offset == b.size() || (static_cast<uint8_t>(b[offset]) & 0xC0) != 0x80);
+  }
   const std::vector<int32_t>& end_of_generation_ids() const { return end_of_generation_; }
   bool is_end_of_generation(int32_t id) const;
   int32_t n_vocab() const { return static_cast<int32_t>(pieces_.size()); }
@@ -58,6 +65,7 @@ class VocabularyTrie {
 
  private:
   size_t max_token_bytes_ = 0;
+  std::vector<uint16_t> plain_start_;  // per id: the smallest offset from which its bytes are plain
   std::vector<std::string> pieces_;  // per id; empty for tokens that are never masked in
   std::vector<int32_t> end_of_generation_;
   TokenTrie all_, special_;
@@ -81,6 +89,11 @@ class ConstraintTables {
   void walk(const TokenTrie& trie, uint32_t trie_node, size_t depth, TokenMask& mask);
   // True when every plain character (VocabularyTrie::plain_tokens) leads from `state` back to it.
   bool loops_on_plain_characters(const GrammarAutomaton::State& state);
+  // True when the stack `node` alone loops on plain characters (memoized per node).
+  bool node_loops(uint32_t node);
+  // Allows the tokens of trie node `c`'s subtree (depth bytes consumed) from a looping state.
+  void allow_subtree_from_loop(const TokenTrie& trie, uint32_t c, size_t depth, const GrammarAutomaton::State& state,
+                               TokenMask& mask);
   bool returns_after(const GrammarAutomaton::State& state, const GrammarAutomaton::State& home, int level,
                      const uint8_t (*ranges)[2], int n_ranges);
 
@@ -88,6 +101,8 @@ class ConstraintTables {
   std::shared_ptr<const VocabularyTrie> vocabulary_;
   size_t max_masks_;
   std::vector<GrammarAutomaton::State> depth_states_;  // walk() scratch, one per trie depth
+  std::vector<int8_t> node_loops_;                     // per automaton node: -1 unknown, 0, 1
+  GrammarAutomaton::State probe_a_, probe_b_;          // allow_subtree_from_loop() scratch
   struct StateHash {
     size_t operator()(const GrammarAutomaton::State& s) const;
   };
