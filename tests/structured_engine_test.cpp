@@ -115,8 +115,12 @@ TEST(StructuredEngine, OutputsAreSentencesOfTheirGrammarGreedyAndSampled) {
         ++finished;
         EXPECT_TRUE(grammar_matches(*grammar, result.text)) << result.text;
         EXPECT_TRUE(tokenizer.is_end_of_generation(result.tokens.back()));
-        if (grammar == person) expect_valid_person(result.text);
-        if (grammar == object) EXPECT_TRUE(nlohmann::json::parse(result.text).is_object()) << result.text;
+        if (grammar == person) {
+          expect_valid_person(result.text);
+        }
+        if (grammar == object) {
+          EXPECT_TRUE(nlohmann::json::parse(result.text).is_object()) << result.text;
+        }
       } else {
         // Cut by max_tokens: still a valid prefix of a sentence.
         ASSERT_EQ(result.reason, FinishReason::length);

