@@ -6,6 +6,7 @@ packages=(build-essential cmake pkg-config git
           libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
           googletest libgtest-dev libbenchmark-dev curl
           python3-jinja2  # the chat-template tests' reference renderer
+          haproxy  # scripts/cluster.sh: the balancer in front of serve replicas
           chromium)  # the explainer's browser tests
 missing=()
 for p in "${packages[@]}"; do

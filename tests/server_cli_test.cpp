@@ -1,10 +1,6 @@
 // `nucleus serve` as a process: binds loopback, answers /health once loaded, and on SIGTERM lets an
 // in-flight stream finish, then exits 0.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,52 +9,11 @@
 #include <chrono>
 #include <thread>
 
+#include "process_helpers.h"
 #include "server_test_harness.h"
 
 namespace nucleus::test {
 namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t length = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Starts `nucleus serve ARGS` with stderr to `log_path`; returns the child's pid.
-pid_t spawn_serve(const std::vector<std::string>& args, const std::string& log_path) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(log, 2);
-    std::vector<std::string> argv_strings = {nucleus_binary(), "serve"};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Waits for the child to exit; -1 on timeout (the child is then killed).
-int wait_exit(pid_t pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
 
 TEST(ServerCliTest, ServesThenShutsDownGracefullyOnSigterm) {
   NUCLEUS_REQUIRE_SHARED();

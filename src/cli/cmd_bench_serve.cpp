@@ -5,6 +5,7 @@
 // latency (ITL, gaps between streamed chunks) and end-to-end latency, plus the failed requests.
 // Prompts are --prompt-len tokens drawn (seeded) from the server's own tokenization of a fixed text,
 // so they are valid for any vocabulary; --output-len tokens are generated with ignore_eos.
+// --workload sessions: multi-turn sessions with shared prefixes instead (bench_serve_sessions.h).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include <httplib.h>
 
+#include "cli/bench_serve_sessions.h"
 #include "cli/commands.h"
 #include "cli/serve_client.h"
 #include "cli/server_process.h"
@@ -40,6 +42,9 @@ struct ServeBenchOptions {
   int n_threads = 0;
   uint64_t seed = 0;
   bool json = false;
+  std::string workload = "poisson";  // or "sessions"
+  SessionWorkload sessions;          // --workload sessions (its URL, key, model and seed are filled in)
+  std::string replica_urls;          // comma-separated
 };
 
 struct RatePoint {
@@ -192,6 +197,25 @@ int run_bench_serve(const ServeBenchOptions& o) {
   const json models = get_json(client, "/v1/models", headers);
   if (models["data"].empty()) throw Error("bench serve: the server lists no model");
   const std::string model = models["data"][0]["id"];
+  if (o.workload == "sessions") {
+    SessionWorkload w = o.sessions;
+    w.base_url = base_url;
+    w.api_key = o.api_key;
+    w.model = model;
+    w.output_len = o.output_len;
+    w.seed = o.seed;
+    std::stringstream urls(o.replica_urls);
+    for (std::string url; std::getline(urls, url, ',');)
+      if (!url.empty()) w.replica_urls.push_back(url);
+    if (w.replica_urls.empty()) w.replica_urls.push_back(base_url);  // one server: its own counters
+    const json report = run_session_workload(w);
+    if (o.json) {
+      std::printf("%s\n", report.dump(2).c_str());
+    } else {
+      print_session_report(report);
+    }
+    return report["failed"].get<int64_t>() == 0 ? 0 : 1;
+  }
   const std::vector<int32_t> pool = prompt_token_pool(client, headers);
 
   if (!o.json) {
@@ -231,6 +255,18 @@ void add_bench_serve_command(CLI::App& bench, std::function<void(Runner)> set_ru
   cmd->add_option("--output-len", o->output_len, "generated tokens per request (ignore_eos)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--seed", o->seed, "seed of the arrival times and prompts");
   cmd->add_flag("--json", o->json, "print a JSON array, one object per rate");
+  cmd->add_option("--workload", o->workload, "poisson: independent random prompts per rate; sessions: multi-turn shared prefixes")
+      ->check(CLI::IsMember({"poisson", "sessions"}));
+  cmd->add_option("--sessions", o->sessions.sessions, "sessions workload: concurrent sessions")->check(CLI::Range(1, 4096));
+  cmd->add_option("--turns", o->sessions.turns, "sessions workload: requests per session, each extending the last")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--prefix-words", o->sessions.prefix_words, "sessions workload: words of each session's opening")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--turn-words", o->sessions.turn_words, "sessions workload: words each turn adds")->check(CLI::Range(1, 100000));
+  cmd->add_flag("--session-header", o->sessions.session_header, "sessions workload: send x-session-id with every request");
+  cmd->add_option("--replica-urls", o->replica_urls,
+                  "sessions workload: comma-separated replica URLs whose /metrics give per-replica prefix-hit rates "
+                  "(default: --url itself)");
   cmd->callback([o, set_runner] { set_runner([o] { return run_bench_serve(*o); }); });
 }
 

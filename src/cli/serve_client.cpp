@@ -6,7 +6,8 @@
 
 namespace nucleus::cli {
 
-StreamTiming stream_completion(const std::string& base_url, const std::string& api_key, nlohmann::json body) {
+StreamTiming stream_completion(const std::string& base_url, const std::string& api_key, nlohmann::json body,
+                               const ExtraHeaders& extra_headers) {
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   StreamTiming timing;
@@ -19,6 +20,7 @@ StreamTiming stream_completion(const std::string& base_url, const std::string& a
   request.body = body.dump();
   request.headers.emplace("Content-Type", "application/json");
   if (!api_key.empty()) request.headers.emplace("Authorization", "Bearer " + api_key);
+  for (const auto& [name, value] : extra_headers) request.headers.emplace(name, value);
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -67,6 +69,7 @@ StreamTiming stream_completion(const std::string& base_url, const std::string& a
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
   const bool sent = client.send(request, response, error);
+  timing.replica = response.get_header_value("x-nucleus-replica");
   if (!sent && error_event.empty()) {
     timing.error = "connection: " + httplib::to_string(error);
   } else if (response.status != 200) {

@@ -259,6 +259,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   const SchedulerOutput plan = scheduler_.schedule();
   stats_.preemptions += plan.num_preempted;
   stats_.prefix_cached_tokens += plan.num_prefix_cached_tokens;
+  stats_.prefix_query_tokens += plan.num_prefix_query_tokens;
   stats_.last_step_requests = static_cast<int64_t>(plan.scheduled.size());
   stats_.last_step_tokens = plan.num_batched_tokens;
   if (plan.scheduled.empty()) return outputs;
@@ -379,6 +380,7 @@ EngineStats LLMEngine::stats() const {
   s.num_waiting = static_cast<int64_t>(scheduler_.num_waiting());
   s.kv_blocks_total = pool_.num_blocks();
   s.kv_blocks_used = pool_.num_used_blocks();
+  s.kv_block_size = config_.block_size;
   s.block_pool = pool_.counters();
   if (kv_.has_window_pool()) {
     s.kv_window_blocks_total = window_pool_.num_blocks();

@@ -70,6 +70,8 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t computed_tokens = 0;         // tokens run through the model
   int64_t prefix_cached_tokens = 0;    // prompt tokens served from the prefix cache
+  int64_t prefix_query_tokens = 0;     // tokens of admitted requests looked up in it (vLLM's prefix-cache queries)
+  int64_t kv_block_size = 0;           // tokens per KV block
   BlockPoolCounters block_pool;
   SpeculativeStats spec;               // over every speculative request (target_seconds not kept)
   double kv_usage() const { return kv_blocks_total ? static_cast<double>(kv_blocks_used) / static_cast<double>(kv_blocks_total) : 0.0; }

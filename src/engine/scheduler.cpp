@@ -78,6 +78,7 @@ SchedulerOutput Scheduler::schedule() {
                     request);
     out.scheduled.push_back({request, num_new});
     out.num_prefix_cached_tokens += cached;
+    out.num_prefix_query_tokens += request->num_tokens();
     budget -= num_new;
   }
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;

@@ -33,6 +33,7 @@ struct SchedulerOutput {
   int64_t num_batched_tokens = 0;
   int64_t num_preempted = 0;
   int64_t num_prefix_cached_tokens = 0;  // tokens newly admitted requests took from the cache
+  int64_t num_prefix_query_tokens = 0;   // tokens of those requests looked up in the cache (their whole length)
 };
 
 class Scheduler {

@@ -42,6 +42,7 @@ HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)), http_(
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(config_.max_body_bytes);
   http_->set_tcp_nodelay(true);  // each SSE chunk leaves at once
+  if (!config_.replica_id.empty()) http_->set_default_headers({{"x-nucleus-replica", config_.replica_id}});
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind a port already in use
   // and silently share its connections; SO_REUSEADDR alone allows quick restarts and no sharing.
   http_->set_socket_options([](socket_t sock) {
@@ -172,7 +173,7 @@ void HttpServer::register_routes() {
     auto served = this->served();
     std::optional<EngineStats> stats;
     if (served) stats = served->model.engine->stats();
-    res.set_content(metrics_.render(stats ? &*stats : nullptr), "text/plain; version=0.0.4");
+    res.set_content(metrics_.render(stats ? &*stats : nullptr, served ? served->model.name : ""), "text/plain; version=0.0.4");
   });
 }
 

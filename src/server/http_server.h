@@ -10,6 +10,8 @@
 // "Authorization: Bearer KEY" (401); more sequences than max_num_seqs + max_waiting_seqs in flight get
 // 503 with Retry-After. Every error body is OpenAI's {"error": {message, type, param, code}}.
 //
+// With ServerConfig::replica_id every response carries "x-nucleus-replica: ID" (behind a balancer).
+//
 // Lifecycle: bind() → serve() on some thread (blocks) → attach() once the model is loaded →
 // shutdown() from any thread: new generation requests get 503, in-flight ones get until the deadline,
 // then are aborted, then the listener stops and serve() returns.

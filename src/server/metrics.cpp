@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "server/vllm_metrics.h"
+
 namespace nucleus::server {
 
 namespace {
@@ -91,7 +93,7 @@ void ServerMetrics::count_http_response(int status) {
   ++http_responses_[status];
 }
 
-std::string ServerMetrics::render(const EngineStats* stats) const {
+std::string ServerMetrics::render(const EngineStats* stats, const std::string& model_name) const {
   std::string out;
   gauge(out, "nucleus_model_loaded", stats ? 1 : 0, "1 once the model is loaded and requests are served.");
   if (stats) {
@@ -114,6 +116,7 @@ std::string ServerMetrics::render(const EngineStats* stats) const {
             "Draft tokens verified.");
     counter(out, "nucleus_spec_decode_num_accepted_tokens_total", static_cast<double>(stats->spec.num_accepted),
             "Draft tokens accepted.");
+    render_vllm_metrics(out, *stats, model_name);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   time_to_first_token_.render(out, "nucleus_time_to_first_token_seconds", "Time from submission to the first generated token.");

@@ -41,8 +41,9 @@ class ServerMetrics {
   void observe_structured_compile(double seconds);
   void observe_structured_mask(const std::vector<double>& seconds);
 
-  // The whole exposition; `stats` is null before the model is loaded.
-  std::string render(const EngineStats* stats) const;
+  // The whole exposition; `stats` is null before the model is loaded. With stats, vLLM's series
+  // (vllm_metrics.h) follow nucleus's own, labelled with `model_name`.
+  std::string render(const EngineStats* stats, const std::string& model_name = "") const;
 
  private:
   mutable std::mutex mutex_;

@@ -19,6 +19,9 @@ struct ServerConfig {
   int http_threads = 0;             // 0 → 2·(max_num_seqs) + 16: every stream holds one thread
   double shutdown_deadline_seconds = 10.0;  // SIGINT/SIGTERM: in-flight requests get this long
   int retry_after_seconds = 1;
+  // serve --replica-id: sent as the "x-nucleus-replica" header of every response (which replica
+  // behind a balancer answered; empty: no header).
+  std::string replica_id;
 };
 
 }  // namespace nucleus::server
