@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,11 +36,16 @@ inline int free_port(int port = 0) {
   return ntohs(addr.sin_port);
 }
 
-// A port P with P..P+count-1 all free (for a balancer and its replicas).
+// A port P with P..P+count-1 all free (for a balancer and its replicas). Taken below the kernel's
+// ephemeral range (32768 and up on Linux), where free_port() and every client socket get theirs:
+// a range taken from there could be handed, port by port, to a test running in parallel.
 inline int free_port_range(int count) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int base = free_port();
-    if (base == 0 || base + count > 65535) continue;
+  uint64_t state = static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^
+                   static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int base = 20000 + static_cast<int>((state >> 33) % static_cast<uint64_t>(12000 - count));
+    if (free_port(base) == 0) continue;
     bool all = true;
     for (int i = 1; i < count && all; ++i) all = free_port(base + i) != 0;
     if (all) return base;
