@@ -71,28 +71,28 @@ for i in $(seq 1 "$replicas"); do
   pids+=($!)
   echo $! > "$run_dir/replica$i.pid"
 done
-# HAProxy starts once every replica answers /health (model loaded): it counts servers up from the start.
-for i in $(seq 1 "$replicas"); do
-  ready=0
-  for _ in $(seq 1 1200); do
-    if curl -fs -o /dev/null "http://127.0.0.1:$((port + i))/health"; then ready=1; break; fi
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { echo "cluster: replica $i exited; its log:" >&2; cat "$run_dir/replica$i.log" >&2; exit 1; }
+# Waits until URL's /health answers 200, failing (with the log) if PID exits or SECONDS pass.
+wait_healthy() {
+  local url="$1" pid="$2" name="$3" log="$4" seconds="$5"
+  for _ in $(seq 1 $((seconds * 10))); do
+    curl -fs -o /dev/null "$url/health" && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "cluster: $name exited; its log:" >&2; cat "$log" >&2; exit 1; }
     sleep 0.1
   done
-  [ "$ready" = 1 ] || { echo "cluster: replica $i did not become healthy in 120 s; its log:" >&2; cat "$run_dir/replica$i.log" >&2; exit 1; }
+  echo "cluster: $name is not healthy after $seconds s; its log:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+# HAProxy starts once every replica answers /health (model loaded): it counts servers up from the start.
+for i in $(seq 1 "$replicas"); do
+  wait_healthy "http://127.0.0.1:$((port + i))" "${pids[$((i - 1))]}" "replica $i" "$run_dir/replica$i.log" 120
 done
 NUCLEUS_LB_BIND="$host:$port" NUCLEUS_HASH_BYTES="$hash_bytes" haproxy -db -f "$config" > "$run_dir/haproxy.log" 2>&1 &
 haproxy_pid=$!
 pids+=("$haproxy_pid")
 echo "$haproxy_pid" > "$run_dir/haproxy.pid"
-
-ready=0
-for _ in $(seq 1 100); do
-  if curl -fs -o /dev/null "http://$host:$port/health"; then ready=1; break; fi
-  kill -0 "$haproxy_pid" 2>/dev/null || { echo "cluster: haproxy exited; its log:" >&2; cat "$run_dir/haproxy.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ "$ready" = 1 ] || { echo "cluster: haproxy does not answer on $host:$port; its log:" >&2; cat "$run_dir/haproxy.log" >&2; exit 1; }
+wait_healthy "http://$host:$port" "$haproxy_pid" "haproxy" "$run_dir/haproxy.log" 10
 echo "cluster: ready on http://$host:$port ($replicas replicas on ports $((port + 1))-$((port + replicas)), run dir $run_dir)"
 
 # In the foreground until a signal, or until HAProxy itself stops. Replicas may come and go (one

@@ -2,30 +2,21 @@
 
 #include <cstdio>
 
+#include "server/prometheus_text.h"
 #include "server/vllm_metrics.h"
 
 namespace nucleus::server {
 
 namespace {
 
-std::string number(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.9g", x);
-  return buffer;
-}
-
-void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
-  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-}
-
 void gauge(std::string& out, const std::string& name, double value, const std::string& help) {
-  header(out, name, "gauge", help);
-  out += name + " " + number(value) + "\n";
+  prometheus_header(out, name, "gauge", help);
+  out += name + " " + prometheus_number(value) + "\n";
 }
 
 void counter(std::string& out, const std::string& name, double value, const std::string& help) {
-  header(out, name, "counter", help);
-  out += name + " " + number(value) + "\n";
+  prometheus_header(out, name, "counter", help);
+  out += name + " " + prometheus_number(value) + "\n";
 }
 
 }  // namespace
@@ -43,14 +34,14 @@ void Histogram::observe(double value) {
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
-  header(out, name, "histogram", help);
+  prometheus_header(out, name, "histogram", help);
   int64_t cumulative = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cumulative += counts_[i];
-    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{le=\"" + prometheus_number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
   }
   out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  out += name + "_sum " + number(sum_) + "\n";
+  out += name + "_sum " + prometheus_number(sum_) + "\n";
   out += name + "_count " + std::to_string(count_) + "\n";
 }
 
@@ -126,13 +117,13 @@ std::string ServerMetrics::render(const EngineStats* stats, const std::string& m
                              "Time to compile a structured-output constraint (schema, grammar, regex, choice); cache hits not counted.");
   structured_mask_.render(out, "nucleus_structured_mask_seconds",
                           "Time to compute the allowed-token masks of one constrained sequence in one step.");
-  header(out, "nucleus_request_success_total", "counter", "Finished sequences by how they ended.");
+  prometheus_header(out, "nucleus_request_success_total", "counter", "Finished sequences by how they ended.");
   for (const char* reason : {"stop", "length", "abort", "error"}) {
     auto it = sequences_finished_.find(reason);
     out += std::string("nucleus_request_success_total{finished_reason=\"") + reason + "\"} " +
            std::to_string(it == sequences_finished_.end() ? 0 : it->second) + "\n";
   }
-  header(out, "nucleus_http_responses_total", "counter", "HTTP responses by status code.");
+  prometheus_header(out, "nucleus_http_responses_total", "counter", "HTTP responses by status code.");
   for (const auto& [status, count] : http_responses_)
     out += "nucleus_http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
   return out;

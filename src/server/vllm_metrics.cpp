@@ -1,16 +1,10 @@
 #include "server/vllm_metrics.h"
 
-#include <cstdio>
+#include "server/prometheus_text.h"
 
 namespace nucleus::server {
 
 namespace {
-
-std::string number(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.9g", x);
-  return buffer;
-}
 
 // Label values are escaped as the text format asks: backslash, double quote and newline.
 std::string label_value(const std::string& value) {
@@ -28,8 +22,8 @@ std::string label_value(const std::string& value) {
 
 void series(std::string& out, const std::string& name, const char* type, const std::string& help,
             const std::string& labels, double value) {
-  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  out += name + "{" + labels + "} " + number(value) + "\n";
+  prometheus_header(out, name, type, help);
+  out += name + "{" + labels + "} " + prometheus_number(value) + "\n";
 }
 
 }  // namespace
