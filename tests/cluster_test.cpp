@@ -75,13 +75,9 @@ Answer complete(int port, const json& body, const std::string& session, Clock::t
 }
 
 double scrape(int port, const std::string& series) {
-  const HttpResult r = get(port, "/metrics");
-  std::istringstream in(r.body);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(series, 0) == 0 && line.size() > series.size() && (line[series.size()] == '{' || line[series.size()] == ' '))
-      return std::stod(line.substr(line.rfind(' ') + 1));
-  ADD_FAILURE() << "no " << series << " on port " << port;
-  return NAN;
+  const double value = metric_value(get(port, "/metrics").body, series);
+  if (value < 0) ADD_FAILURE() << "no " << series << " on port " << port;
+  return value;
 }
 
 // scripts/cluster.sh with three replicas, started for one test and stopped (SIGTERM to the script,

@@ -202,11 +202,14 @@ inline std::string stream_text(const StreamResult& stream, int index = 0) {
 
 // The value of a sample in Prometheus text, named as written (with its labels, if any:
 // `name{label="v"}`); -1 when absent.
+// The value of the first sample of series `name` (unlabelled, or with any labels); -1 when absent.
 inline double metric_value(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+    if (line.rfind(name, 0) != 0 || line.size() <= name.size()) continue;
+    if (line[name.size()] == ' ') return std::stod(line.substr(name.size() + 1));
+    if (line[name.size()] == '{') return std::stod(line.substr(line.rfind(' ') + 1));
   }
   return -1;
 }
