@@ -10,6 +10,24 @@
 
 namespace nucleus {
 
+WeightArena::WeightArena(size_t expected_bytes) : next_chunk_bytes_(std::max(expected_bytes, kMinHugeWeightBytes)) {}
+
+std::shared_ptr<uint8_t> WeightArena::allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (!chunk_ || capacity_ - used_ < rounded) {
+    // The rest of the old chunk is left unused: at most one array's worth per chunk.
+    const size_t size = std::max(next_chunk_bytes_, rounded);
+    WeightBuffer buffer = allocate_weight_memory(size);
+    chunk_ = std::shared_ptr<uint8_t>(buffer.release(), &std::free);
+    capacity_ = size;
+    used_ = 0;
+    next_chunk_bytes_ = kMinHugeWeightBytes;
+  }
+  std::shared_ptr<uint8_t> array(chunk_, chunk_.get() + used_);
+  used_ += rounded;
+  return array;
+}
+
 size_t available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;

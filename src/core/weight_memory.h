@@ -23,6 +23,25 @@ constexpr size_t kMinHugeWeightBytes = 4 * kHugePageBytes;
 // the size when the allocation fails.
 WeightBuffer allocate_weight_memory(size_t bytes);
 
+// Many weight arrays carved out of a few huge-page allocations. A 1B-parameter model's matrices are
+// 0.3–7 MB each, below kMinHugeWeightBytes, so allocated one by one they sat on 4 KiB pages, where
+// the CPU's stream prefetchers stop at every page boundary: packed Q4_0 decode read memory at about
+// half the rate of the same model's file-mapped K-quant matrices (docs/BENCHMARKS.md). From one
+// arena they share 2 MiB pages with no rounding per array. Each array is 64-byte aligned and holds
+// its chunk alive (a shared_ptr aliasing the chunk), so arrays outlive the arena that made them.
+class WeightArena {
+ public:
+  // expected_bytes: the total the caller means to allocate (the first chunk's size, so a model's
+  // weights take one allocation); later chunks are at least kMinHugeWeightBytes.
+  explicit WeightArena(size_t expected_bytes);
+  std::shared_ptr<uint8_t> allocate(size_t bytes);
+
+ private:
+  size_t next_chunk_bytes_;
+  std::shared_ptr<uint8_t> chunk_;
+  size_t used_ = 0, capacity_ = 0;
+};
+
 // The kernel's estimate of memory available without swapping (MemAvailable in /proc/meminfo);
 // 0 when it cannot be read.
 size_t available_memory_bytes();

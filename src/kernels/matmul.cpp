@@ -113,12 +113,19 @@ MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_t
   return a;
 }
 
-void pack_weights(WeightMatrix& w, int n_threads) {
-  if (packable(w.type) && !w.packed) w.packed = pack_rows(w, n_threads);
+void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena) {
+  if (packable(w.type) && !w.packed) w.packed = pack_rows(w, n_threads, arena);
 }
 
-bool copy_to_weight_memory(WeightMatrix& w) {
+bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
   const size_t bytes = w.bytes();
+  if (arena) {
+    std::shared_ptr<uint8_t> copy = arena->allocate(bytes);
+    std::memcpy(copy.get(), w.data, bytes);
+    w.data = copy.get();
+    w.copy = std::move(copy);
+    return true;
+  }
   if (bytes < kMinHugeWeightBytes) return false;
   WeightBuffer buffer = allocate_weight_memory(bytes);
   std::memcpy(buffer.get(), w.data, bytes);

@@ -63,12 +63,14 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
             int n_threads, MatmulScratch& scratch);
 
 // Packs w's rows for the packed kernels when its type has them (Q4_0, Q8_0); otherwise a no-op.
-void pack_weights(WeightMatrix& w, int n_threads);
+// The packing's memory comes from `arena` when given (a model's weights share huge pages).
+void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
 
 // Moves a large matrix into weight memory (core/weight_memory.h: huge pages) by copying its rows;
 // w.data then points at the copy. Returns false, changing nothing, for one too small to gain
 // (under kMinHugeWeightBytes). Results of matmul are unchanged: the bytes are the same.
-bool copy_to_weight_memory(WeightMatrix& w);
+// With an arena the copy is carved from it instead (and no size is too small).
+bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena = nullptr);
 
 // Dequantizes one stored row (e.g. an embedding lookup) into dst[w.n_cols].
 void matrix_row_to_f32(const WeightMatrix& w, int64_t r, float* dst);

@@ -28,7 +28,7 @@ void pack_block_q8_0(const BlockQ8_0& src, int row, uint8_t* qs, uint16_t* scale
 
 }  // namespace
 
-std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads) {
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena) {
   if (!packable(w.type)) throw Error(std::string("pack_rows: cannot pack type ") + ggml_type_name(w.type));
   if (w.n_cols % 32 != 0) throw Error("pack_rows: the row length must be a multiple of 32");
   auto p = std::make_shared<PackedRows>();
@@ -39,9 +39,10 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   p->n_blocks = w.n_cols / 32;
   p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
   p->group_bytes = (static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows) + 63) / 64 * 64;
-  // Large matrices go on huge pages (core/weight_memory.h): a 1 GB model then also takes ~500
-  // page faults to pack, not ~250,000 (which cost seconds in a VM).
-  p->data = allocate_weight_memory(p->group_bytes * static_cast<size_t>(p->n_groups));
+  // Huge pages (core/weight_memory.h): a 1 GB model then also takes ~500 page faults to pack, not
+  // ~250,000 (which cost seconds in a VM), and decode streams through 2 MiB pages.
+  const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
+  p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
   PackedRows& out = *p;
   const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)

@@ -34,7 +34,7 @@ struct PackedRows {
   int64_t n_groups = 0, n_blocks = 0;  // row groups; blocks of 32 columns per row
   size_t qs_block_bytes = 0;           // 256 (Q4_0) or 512 (Q8_0)
   size_t group_bytes = 0;              // one group's quants and scales, a multiple of 64
-  WeightBuffer data{nullptr, &std::free};  // 64-byte aligned (2 MiB when large)
+  std::shared_ptr<uint8_t> data;        // 64-byte aligned, on huge pages when large or from an arena
 
   const uint8_t* group_qs(int64_t g) const { return data.get() + static_cast<size_t>(g) * group_bytes; }
   const uint16_t* group_scales(int64_t g) const {
@@ -43,7 +43,8 @@ struct PackedRows {
 };
 
 bool packable(GgmlType type);  // Q4_0, Q8_0
-// Repacks a Q4_0 / Q8_0 matrix (threads over row groups). Throws Error for other types.
-std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads);
+// Repacks a Q4_0 / Q8_0 matrix (threads over row groups) into memory from `arena`, or into an
+// allocation of its own when arena is null. Throws Error for other types.
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
 
 }  // namespace nucleus

@@ -239,10 +239,13 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
     if (packable(m->type) || will_copy(*m)) moving += m->bytes();
   // Copies that would not fit are not made (the OOM killer, not an Error, would answer them).
   model->weights_moved_ = !options.run_from_mapping && moving > 0 && weight_copies_fit(moving, available_memory_bytes());
+  // One arena for all of them: the matrices of a small model are each below a huge page's worth of
+  // rounding, but together they still stream from 2 MiB pages (core/weight_memory.h).
+  WeightArena arena(moving + 64 * matrices.size() + 64 * kPackRows * 1024);
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
-    pack_weights(m, pack_threads);
-    const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m));
+    pack_weights(m, pack_threads, &arena);
+    const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m, &arena));
     if (moved && stored != w.token_embd.data) file->release_pages(stored, m.bytes());
   };
   if (model->weights_moved_)
