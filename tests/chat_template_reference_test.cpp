@@ -1,8 +1,10 @@
-// Every real chat template in ../shared/templates that nucleus recognizes renders byte for byte what
-// Python's jinja2 renders from the template's own source (tests/tools/render_chat_reference.py, with
-// Hugging Face's settings), over conversations that exercise system messages, history, whitespace
-// trimming, reasoning in history and enable_thinking. A template we do not recognize must be refused
-// (chat_template_for_model errors), never rendered by a look-alike family.
+// The C++ family renderers (what --chat-template NAME picks): for every real chat template in
+// ../shared/templates that detect_chat_template recognizes as a family, the family renderer gives byte
+// for byte what Python's jinja2 renders from the template's own source (tests/tools/
+// render_chat_reference.py, with Hugging Face's settings), over conversations that exercise system
+// messages, history, whitespace trimming, reasoning in history and enable_thinking. (A model's own
+// template is run by the Jinja interpreter instead; tests/jinja_template_test.cpp holds that to jinja2
+// for every shared template.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

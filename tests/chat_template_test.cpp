@@ -417,7 +417,7 @@ constexpr const char* kQwen25 = R"jinja({%- if tools %}
     {{- '<|im_start|>assistant\n' }}
 {%- endif %}
 )jinja";
-// microsoft/phi-4 (not rendered: <|im_sep|>)
+// microsoft/phi-4 (no family renderer: <|im_sep|>; the Jinja interpreter renders it)
 constexpr const char* kPhi4 = R"jinja({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|><|im_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') %}{{message['content'] + '<|im_end|>'}}{% endif %}{% endfor %})jinja";
 // mistralai/Mistral-Large-Instruct-2411 (not rendered: [SYSTEM_PROMPT])
 constexpr const char* kMistralV7 = R"jinja({{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + '[/INST]' }}{% elif message['role'] == 'system' %}{{ '[SYSTEM_PROMPT] ' + message['content'] + '[/SYSTEM_PROMPT]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'] + eos_token }}{% else %}{{ raise_exception('Only user, system and assistant roles are supported!') }}{% endif %}{% endfor %})jinja";
@@ -734,14 +734,15 @@ TEST(ChatTemplateRender, FamilyTokensComeFromTheTemplate) {
 
 // ---- The template of a model ----
 
-TEST(ChatTemplateForModel, Qwen2UsesItsChatmlTemplateAndDefaultSystem) {
+TEST(ChatTemplateForModel, Qwen2RendersItsOwnTemplateWithItsDefaultSystem) {
   NUCLEUS_REQUIRE_SHARED();
   const auto file = GgufFile::open(shared_path("models/test/qwen2-f16.gguf"));
   const Tokenizer& tokenizer = tokenizer_of("models/test/qwen2-f16.gguf");
   const ChatTemplate t = chat_template_for_model(*file, tokenizer, "");
-  EXPECT_EQ(t.kind, ChatTemplateKind::chatml);
-  EXPECT_EQ(t.default_system_message, "You are a helpful assistant");
+  EXPECT_TRUE(t.jinja);                        // the model's own template runs
+  EXPECT_EQ(t.kind, ChatTemplateKind::chatml);  // the family it resembles
   EXPECT_EQ(t.bos_token, "<|endoftext|>");
+  // Its default system message comes from running the template itself.
   EXPECT_EQ(render_chat(t, kNoSystem, true),
             "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
             "<|im_start|>assistant\n");
@@ -783,15 +784,33 @@ TEST(ChatTemplateForModel, MissingTemplateSuggestsTheFlag) {
   EXPECT_NE(message.find("--chat-template"), std::string::npos) << message;
 }
 
-TEST(ChatTemplateForModel, UnrecognizedTemplateIsNamedNotGuessed) {
+// A template no family renderer reproduces (Phi-4's <|im_sep|> ChatML, once refused) renders through the
+// Jinja interpreter, as jinja2 renders it (expected text from python3-jinja2 with transformers' settings).
+TEST(ChatTemplateForModel, TemplateOfNoFamilyRendersThroughTheInterpreter) {
   NUCLEUS_REQUIRE_SHARED();
   GgufWriter writer;
   writer.set("tokenizer.chat_template", MetaValue::string(kPhi4));
   const auto file = GgufFile::from_bytes(writer.to_bytes(), "phi-4.gguf");
+  const ChatTemplate t = chat_template_for_model(*file, tokenizer_of("models/test/qwen2-f16.gguf"), "");
+  ASSERT_TRUE(t.jinja);
+  EXPECT_EQ(render_chat(t, {{"system", "You are terse."}, {"user", "Hello!"}, {"assistant", "Hi."}, {"user", "Bye"}}, true),
+            "<|im_start|>system<|im_sep|>You are terse.<|im_end|><|im_start|>user<|im_sep|>Hello!<|im_end|>"
+            "<|im_start|>assistant<|im_sep|>Hi.<|im_end|><|im_start|>user<|im_sep|>Bye<|im_end|>"
+            "<|im_start|>assistant<|im_sep|>");
+}
+
+// A template the interpreter cannot run is refused when the model loads, naming the file, the construct
+// and its line, never rendered approximately.
+TEST(ChatTemplateForModel, UnsupportedTemplateConstructIsNamed) {
+  NUCLEUS_REQUIRE_SHARED();
+  GgufWriter writer;
+  writer.set("tokenizer.chat_template", MetaValue::string("{% for message in messages %}\n{% include 'turn.jinja' %}{% endfor %}"));
+  const auto file = GgufFile::from_bytes(writer.to_bytes(), "custom.gguf");
   const std::string message =
       error_of([&] { chat_template_for_model(*file, tokenizer_of("models/test/qwen2-f16.gguf"), ""); });
-  EXPECT_NE(message.find("phi-4.gguf: tokenizer.chat_template is not a family"), std::string::npos) << message;
-  EXPECT_NE(message.find("it begins '{% for message in messages %}"), std::string::npos) << message;
+  EXPECT_NE(message.find("custom.gguf: tokenizer.chat_template (it begins '{% for message in messages %}"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("line 2: the statement 'include' is not supported"), std::string::npos) << message;
   EXPECT_NE(message.find("--chat-template"), std::string::npos) << message;
 }
 

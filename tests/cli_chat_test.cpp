@@ -80,7 +80,7 @@ TEST(CliChat, TwoPipedTurnsReuseTheCache) {
   ASSERT_EQ(r.out, "0\n") << err;
   const std::vector<TurnStats> turns = stats_lines(err);
   ASSERT_EQ(turns.size(), 2u) << err;
-  EXPECT_NE(err.find("chat template: chatml (the model's)"), std::string::npos) << err;
+  EXPECT_NE(err.find("chat template: jinja (the model's)"), std::string::npos) << err;
   // Turn 1 prefills the whole prompt; turn 2 only what the conversation gained since.
   EXPECT_EQ(turns[0].cached, 0);
   EXPECT_EQ(turns[0].prefilled, turns[0].conversation);

@@ -228,10 +228,11 @@ class ConversationCache {
 // token carries the space ("▁Hi", "ĠHi"); storing it too would double it in the history and the next
 // turn would not see the text the model saw. (SentencePiece decoding drops that space the same way.)
 std::string stored_answer(const ChatTemplate& chat_template, std::vector<ChatMessage> messages, const std::string& answer,
-                          const std::string& seen_text, std::optional<bool> enable_thinking) {
+                          const std::string& seen_text, const nlohmann::ordered_json& kwargs) {
   auto reproduces_seen_text = [&](const std::string& content) {
     messages.push_back({"assistant", content});
-    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/false, enable_thinking);
+    const std::string rendered =
+        render_chat_json(chat_template, chat_messages_to_json(messages), /*add_generation_prompt=*/false, kwargs);
     messages.pop_back();
     return rendered.compare(0, seen_text.size(), seen_text) == 0;
   };
@@ -279,12 +280,12 @@ int run_chat(const ChatOptions& options) {
   Model& model = *loaded.model;
   const Tokenizer& tokenizer = *loaded.tokenizer;
   const ChatTemplate chat_template = chat_template_for_model(model.file(), tokenizer, options.chat_template);
-  std::optional<bool> enable_thinking;
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   if (!options.chat_template_kwargs.empty()) {
-    const nlohmann::json kwargs = nlohmann::json::parse(options.chat_template_kwargs, nullptr, false);
-    if (kwargs.is_discarded()) throw Error("--chat-template-kwargs: not valid JSON: " + options.chat_template_kwargs);
+    const nlohmann::json given = nlohmann::json::parse(options.chat_template_kwargs, nullptr, false);
+    if (given.is_discarded()) throw Error("--chat-template-kwargs: not valid JSON: " + options.chat_template_kwargs);
     try {
-      enable_thinking = server::parse_chat_template_kwargs(nlohmann::json{{"chat_template_kwargs", kwargs}});
+      kwargs = server::parse_chat_template_kwargs(nlohmann::json{{"chat_template_kwargs", given}});
     } catch (const server::ApiError& e) {
       throw Error(std::string("--chat-template-kwargs: ") + e.what());
     }
@@ -306,7 +307,7 @@ int run_chat(const ChatOptions& options) {
 
   const bool interactive = ::isatty(STDIN_FILENO);
   std::fprintf(stderr, "chat template: %s (%s), context: %lld tokens, seed: %llu. Ctrl-C stops an answer; Ctrl-D ends.\n",
-               chat_template_name(chat_template.kind), options.chat_template.empty() ? "the model's" : "--chat-template",
+               chat_template_label(chat_template).c_str(), options.chat_template.empty() ? "the model's" : "--chat-template",
                static_cast<long long>(n_ctx), static_cast<unsigned long long>(*params.seed));
 
   std::vector<ChatMessage> messages;
@@ -324,7 +325,8 @@ int run_chat(const ChatOptions& options) {
     }
     if (is_blank(line)) continue;
     messages.push_back({"user", line});
-    const std::string rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/true, enable_thinking);
+    const std::string rendered =
+        render_chat_json(chat_template, chat_messages_to_json(messages), /*add_generation_prompt=*/true, kwargs);
 
     TurnStats stats;
     ConversationCache::Prefill prefill;
@@ -360,7 +362,7 @@ int run_chat(const ChatOptions& options) {
     write_out(tail + "\n");
     stats.decode_seconds = seconds_since(decode_start);
     print_stats(stats);
-    messages.push_back({"assistant", stored_answer(chat_template, messages, answer, cache.seen_text(), enable_thinking)});
+    messages.push_back({"assistant", stored_answer(chat_template, messages, answer, cache.seen_text(), kwargs)});
   }
   return 0;
 }

@@ -105,12 +105,13 @@ std::vector<ChatMessage> parse_messages(const json& body) {
 }
 
 std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const ModelContext& model, bool add_generation_prompt,
-                                 std::optional<bool> enable_thinking) {
+                                 const nlohmann::ordered_json& chat_template_kwargs) {
   if (!model.chat_template)
     throw ApiError(400, "this model has no usable chat template (" + model.chat_template_error +
                             "); start the server with --chat-template NAME", "invalid_request_error", "messages");
   try {
-    return encode_chat_prompt(*model.tokenizer, render_chat(*model.chat_template, messages, add_generation_prompt, enable_thinking));
+    return encode_chat_prompt(*model.tokenizer, render_chat_json(*model.chat_template, chat_messages_to_json(messages),
+                                                                 add_generation_prompt, chat_template_kwargs));
   } catch (const Error& e) {
     throw invalid_param("messages", e.what());
   }
@@ -244,23 +245,19 @@ void require_object(const json& body) {
 
 }  // namespace
 
-// chat_template_kwargs (vLLM's and llama-server's field for the template's own variables): we render
-// templates natively, so only the variables they read are accepted — enable_thinking (a boolean);
-// any other key is a 400 naming it, never silently ignored.
-std::optional<bool> parse_chat_template_kwargs(const json& body) {
+// chat_template_kwargs (vLLM's and llama-server's field for the template's own variables): they become
+// variables of the model's Jinja template, as transformers passes them.
+nlohmann::ordered_json parse_chat_template_kwargs(const json& body) {
   const json* kwargs = field(body, "chat_template_kwargs");
-  if (!kwargs || kwargs->is_null()) return std::nullopt;
+  if (!kwargs || kwargs->is_null()) return nlohmann::ordered_json::object();
   if (!kwargs->is_object()) throw invalid_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-  std::optional<bool> enable_thinking;
   for (const auto& [key, value] : kwargs->items()) {
-    if (key != "enable_thinking")
-      throw invalid_param("chat_template_kwargs." + key, "chat_template_kwargs '" + key +
-                                                            "' is not supported (supported: enable_thinking)");
-    if (!value.is_boolean())
+    if (key == "messages" || key == "tools" || key == "documents" || key == "add_generation_prompt")
+      throw invalid_param("chat_template_kwargs." + key, "chat_template_kwargs cannot set the request's own '" + key + "'");
+    if (key == "enable_thinking" && !value.is_boolean())
       throw invalid_param("chat_template_kwargs.enable_thinking", "'chat_template_kwargs.enable_thinking' must be a boolean");
-    enable_thinking = value.get<bool>();
   }
-  return enable_thinking;
+  return nlohmann::ordered_json::parse(kwargs->dump());
 }
 
 void check_model_name(const json& body, const ModelContext& model) {

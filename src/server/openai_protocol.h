@@ -62,9 +62,11 @@ GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelCont
 void check_model_name(const nlohmann::json& body, const ModelContext& model);
 
 // /tokenize: {"prompt": str, "add_special_tokens"?: bool} or {"messages": [...], "add_generation_prompt"?}.
-// The template variables of a chat request's chat_template_kwargs: enable_thinking (nullopt when
-// absent); any other key, or a non-boolean value, is an ApiError 400 naming it.
-std::optional<bool> parse_chat_template_kwargs(const nlohmann::json& body);
+// The template variables of a chat request's chat_template_kwargs, as an object (empty when absent):
+// the model's Jinja template reads any of them. An ApiError 400 names a key that would replace one of
+// the request's own variables (messages, tools, documents, add_generation_prompt) and a non-boolean
+// enable_thinking; a template chosen by name (--chat-template) takes only enable_thinking.
+nlohmann::ordered_json parse_chat_template_kwargs(const nlohmann::json& body);
 
 std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ModelContext& model);
 // /detokenize: {"tokens": [ids]} (each checked against the vocabulary).

@@ -88,7 +88,10 @@ std::string chat_template_names() {
 
 ChatTemplate make_chat_template(ChatTemplateKind kind) {
   const FamilyInfo& info = family(kind);
-  ChatTemplate chat_template{kind, info.bos_token, info.eos_token, ""};
+  ChatTemplate chat_template;
+  chat_template.kind = kind;
+  chat_template.bos_token = info.bos_token;
+  chat_template.eos_token = info.eos_token;
   if (kind == ChatTemplateKind::deepseek) chat_template.default_system_message = kDeepSeekCoderSystem;
   return chat_template;
 }
@@ -115,11 +118,12 @@ ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& toke
     if (!source || source->type != MetaType::STRING || source->str.empty())
       throw Error(file.path() + " has no tokenizer.chat_template; choose one with --chat-template NAME (" +
                   chat_template_names() + ")");
-    const std::optional<ChatTemplate> from_source = chat_template_from_source(source->str);
-    if (!from_source)
-      throw Error(file.path() + ": tokenizer.chat_template is not a family nucleus renders (it begins '" +
-                  excerpt(source->str) + "'); choose one with --chat-template NAME (" + chat_template_names() + ")");
-    chat_template = *from_source;
+    try {
+      chat_template = chat_template_from_jinja(source->str);
+    } catch (const Error& e) {
+      throw Error(file.path() + ": tokenizer.chat_template (it begins '" + excerpt(source->str) + "'): " + e.what() +
+                  "; choose a template with --chat-template NAME (" + chat_template_names() + ")");
+    }
   }
   // The Jinja source's bos_token / eos_token are the vocabulary's.
   if (tokenizer.bos_id() >= 0) chat_template.bos_token = tokenizer.token_text(tokenizer.bos_id());

@@ -1,11 +1,16 @@
-// Chat templates: how a conversation of system / user / assistant messages becomes the one prompt text
-// a chat model was trained on.
+// Chat templates: how a conversation becomes the one prompt text a chat model was trained on.
 //
-// A GGUF file carries its template as Jinja source (tokenizer.chat_template). We do not run Jinja: the
-// source is recognized as one of the common families by distinctive substrings (the way llama.cpp's
-// llm_chat_detect_template works) and rendered by C++ code that produces, byte for byte, what the
-// family's official template renders for these three roles under transformers' Jinja settings
-// (trim_blocks, lstrip_blocks). A template we do not recognize is an Error, never a guess.
+// A GGUF file carries its template as Jinja source (tokenizer.chat_template). That source is what
+// renders a model's conversations: nucleus's Jinja interpreter (tokenizer/jinja_interpreter.h) runs it
+// as transformers' apply_chat_template does, with messages (any fields the template reads: tool_calls,
+// tool_call_id, reasoning_content, ...), tools, add_generation_prompt, bos_token / eos_token and the
+// request's chat_template_kwargs as variables — byte for byte what Python's jinja2 renders, or an Error
+// where jinja2 raises. A template the interpreter cannot run is an Error naming the construct.
+//
+// `--chat-template NAME` picks one of the families below instead: C++ renderers that reproduce the
+// family's official template for system / user / assistant messages (no tools). They are also what
+// detect_chat_template recognizes in a source by distinctive substrings, which tests use to check
+// the two paths against each other.
 //
 // Families, by the names --chat-template accepts:
 //   chatml             <|im_start|>role\n…<|im_end|>\n                 Qwen 1.5–3, SmolLM, Yi, OpenHermes
@@ -38,15 +43,22 @@
 // double BOS; EOS is never appended (the model is to continue, not to stop).
 #pragma once
 #include <cstdint>
+#include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace nucleus {
 
 class GgufFile;
 class Tokenizer;
+namespace jinja {
+class JinjaTemplate;
+}
 
 enum class ChatTemplateKind {
   chatml,
@@ -88,6 +100,11 @@ struct ChatTemplate {
   // llama31: the "Today Date" it writes (Llama 3.1's fixed "26 Jul 2024"; templates that call
   // strftime_now, like Llama 3.2's, get the day the template was made for a model).
   std::string date_string = "26 Jul 2024";
+  // The model's own template, run by the Jinja interpreter; null for a family chosen by name (rendered by
+  // its C++ family renderer). Shared: a parsed template is immutable.
+  std::shared_ptr<const jinja::JinjaTemplate> jinja;
+  // What the Jinja template's strftime_now formats: nullopt is the local time at rendering; tests fix it.
+  std::optional<std::tm> now;
 };
 
 // "chatml", "llama2", …, "mistral-v3-tekken" (the table above).
@@ -113,22 +130,54 @@ ChatTemplate make_chat_template(ChatTemplateKind kind);
 // Gemma 2's refusal of system messages, Llama 3.2's date of today); nullopt as detect_chat_template.
 std::optional<ChatTemplate> chat_template_from_source(std::string_view jinja);
 
+// A Jinja source as the model's template: parsed once (an Error names the line and construct the
+// interpreter does not support); `kind` is the family it resembles (chatml when none), for messages only.
+ChatTemplate chat_template_from_jinja(std::string_view jinja);
+
 // The template for a model: `override_name` when not empty (an unknown name is an Error listing the
-// known ones), else the family of the file's tokenizer.chat_template (a missing or unrecognized template
-// is an Error that names the file and suggests --chat-template). BOS/EOS texts come from the tokenizer.
+// known ones), else the file's tokenizer.chat_template run by the Jinja interpreter (a missing template,
+// or one the interpreter cannot parse, is an Error that names the file and suggests --chat-template).
+// BOS/EOS texts come from the tokenizer.
 ChatTemplate chat_template_for_model(const GgufFile& file, const Tokenizer& tokenizer, const std::string& override_name);
 
+// What `nucleus chat` calls the template: "jinja" for the model's own, else the family's name.
+std::string chat_template_label(const ChatTemplate& chat_template);
+
+// The prompt text for a conversation in the chat API's JSON form. messages: objects with "role",
+// "content" and whatever else the template reads (tool_calls with function arguments as an object or a
+// JSON string, tool_call_id, name, reasoning_content). tools: the request's tool definitions, or null
+// (the template then sees None, as transformers passes it). chat_template_kwargs: an object whose keys
+// become template variables (enable_thinking, reasoning_effort, ...; the request's variables
+// messages/tools/documents/add_generation_prompt cannot be replaced). Objects keep their key order
+// (ordered_json), since templates print them with tojson.
+// A family template (chosen by name) renders only role/content messages of system/user/assistant,
+// no tools, and of the kwargs only enable_thinking; anything else is an Error.
+std::string render_chat_json(const ChatTemplate& chat_template, const nlohmann::ordered_json& messages,
+                             bool add_generation_prompt,
+                             const nlohmann::ordered_json& chat_template_kwargs = nlohmann::ordered_json::object(),
+                             const nlohmann::ordered_json& tools = nullptr);
+
+// Role/content messages in the JSON form render_chat_json takes.
+nlohmann::ordered_json chat_messages_to_json(const std::vector<ChatMessage>& messages);
+
 // The prompt text for `messages`; with add_generation_prompt, followed by what opens the assistant's
-// turn (families whose user turn already ends in the assistant's cue, like [/INST], add nothing). Throws
-// Error for a role other than system/user/assistant, and for a system message after the first message
-// in families that can only place one at the start (llama2, mistral-*, gemma).
+// turn. The model's Jinja template renders them as render_chat_json does; a family template renders
+// them as render_chat_family does.
 // enable_thinking: the template variable of reasoning models (Qwen3, Gemma 4; chat_template_kwargs
-// in requests); nullopt leaves it undefined, as a caller that does not pass it. Other families ignore it.
+// in requests); nullopt leaves it undefined, as a caller that does not pass it.
 std::string render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt, std::optional<bool> enable_thinking = std::nullopt);
+
+// The C++ renderer of chat_template.kind (its Jinja template, if any, is not used). Families whose
+// user turn already ends in the assistant's cue, like [/INST], add nothing for add_generation_prompt.
+// Throws Error for a role other than system/user/assistant, and for a system message after the first
+// message in families that can only place one at the start (llama2, mistral-*, gemma). Families other
+// than Qwen3/Qwen3.5/Gemma 4 ignore enable_thinking.
+std::string render_chat_family(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt, std::optional<bool> enable_thinking = std::nullopt);
 inline std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
                                bool add_generation_prompt, std::optional<bool> enable_thinking = std::nullopt) {
-  return render_chat(make_chat_template(kind), messages, add_generation_prompt, enable_thinking);
+  return render_chat_family(make_chat_template(kind), messages, add_generation_prompt, enable_thinking);
 }
 
 // Token ids of a rendered prompt, encoded as the header comment says (parse_special, BOS once, no EOS).

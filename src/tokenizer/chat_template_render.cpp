@@ -1,6 +1,6 @@
-// Rendering a conversation, family by family. Each renderer reproduces its official Jinja template
-// (named in its comment) for system/user/assistant messages, including where that template trims
-// message text and where it places the system message.
+// Rendering a conversation, family by family (the templates --chat-template NAME picks). Each renderer
+// reproduces its official Jinja template (named in its comment) for system/user/assistant messages,
+// including where that template trims message text and where it places the system message.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -410,8 +410,8 @@ std::string render_deepseek3(const ChatTemplate& t, const Messages& messages, bo
 
 }  // namespace
 
-std::string render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& input,
-                        bool add_generation_prompt, std::optional<bool> enable_thinking) {
+std::string render_chat_family(const ChatTemplate& chat_template, const std::vector<ChatMessage>& input,
+                               bool add_generation_prompt, std::optional<bool> enable_thinking) {
   const ChatTemplateKind kind = chat_template.kind;
   const bool system_only_first = kind == ChatTemplateKind::llama2 || kind == ChatTemplateKind::mistral_v1 ||
                                  kind == ChatTemplateKind::mistral_v3 || kind == ChatTemplateKind::mistral_v3_tekken ||
