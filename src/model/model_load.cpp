@@ -233,7 +233,8 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
     for (WeightMatrix* m : L.matrices()) matrices.push_back(m);
   matrices.push_back(&w.output);
   if (w.per_layer_model_proj.data) matrices.push_back(&w.per_layer_model_proj);
-  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped() && m.bytes() >= kMinHugeWeightBytes; };
+  // Every matrix of a mapped file: from the arena even the small ones stream from 2 MiB pages.
+  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped(); };
   size_t moving = 0;
   for (const WeightMatrix* m : matrices)
     if (packable(m->type) || will_copy(*m)) moving += m->bytes();
