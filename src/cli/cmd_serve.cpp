@@ -31,6 +31,8 @@ struct ServeOptions {
   int64_t max_model_len = 0;
   int64_t max_num_batched_tokens = 512;
   std::string chat_template;
+  std::string tool_call_parser = "auto";
+  std::string reasoning_format = "deepseek";
   SpeculationFlags speculation;  // --draft / --spec / --gamma: completions and the explainer's panel
   int n_threads = 0;
 };
@@ -127,6 +129,15 @@ int run_serve(const ServeOptions& options) {
       served.chat_template_error = e.what();
       std::fprintf(stderr, "nucleus serve: no chat template (%s); /v1/chat/completions will refuse requests\n", e.what());
     }
+    if (options.tool_call_parser != "auto") {
+      served.tool_call_format = server::tool_call_format_from_name(options.tool_call_parser);
+      if (!served.tool_call_format)
+        throw Error("--tool-call-parser: unknown format '" + options.tool_call_parser + "' (auto, " +
+                    server::tool_call_format_names() + ")");
+    }
+    if (options.reasoning_format != "deepseek" && options.reasoning_format != "none")
+      throw Error("--reasoning-format: must be deepseek or none, got '" + options.reasoning_format + "'");
+    served.reasoning_split = options.reasoning_format == "deepseek";
     http.attach(std::move(served));
   } catch (...) {
     http.shutdown();
@@ -166,6 +177,10 @@ Runner add_serve_command(CLI::App& app) {
   command->add_option("--shutdown-timeout", options->server.shutdown_deadline_seconds,
                       "seconds in-flight requests get on SIGINT/SIGTERM before they are aborted");
   command->add_option("--chat-template", options->chat_template, "chat template family: " + chat_template_names());
+  command->add_option("--tool-call-parser", options->tool_call_parser,
+                      "how tool calls are written and read: auto (from the chat template) or " + server::tool_call_format_names());
+  command->add_option("--reasoning-format", options->reasoning_format,
+                      "deepseek: a thinking model's <think> block goes to reasoning_content; none: it stays in content");
   command->add_option("-t,--threads", options->n_threads, "compute threads (default: all cores)");
   // Speculative decoding for every completion (and the explainer's panel's draft model).
   add_speculation_flags(*command, options->speculation);

@@ -1,5 +1,9 @@
 // nucleus synth -o OUT.gguf --vocab VOCAB.gguf --dim D --layers L --heads H --kv-heads K --ffn F
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 #include <memory>
 
 #include "cli/commands.h"
@@ -11,7 +15,8 @@ namespace nucleus::cli {
 namespace {
 struct SynthOptions {
   SyntheticModelSpec spec;
-  std::string output, type = "F16";
+  std::string output, type = "F16", chat_template_path;
+  std::vector<std::string> renamed_tokens;  // ID=TEXT
   int n_threads = 0;
 };
 }  // namespace
@@ -34,11 +39,33 @@ Runner add_synth_command(CLI::App& app) {
   cmd->add_option("--window", spec.window, "gemma2/3/4: sliding window of the local layers")->check(CLI::PositiveNumber);
   cmd->add_option("--type", options->type, "weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
   cmd->add_option("--seed", spec.seed, "random seed");
+  cmd->add_option("--token", options->renamed_tokens,
+                  "ID=TEXT: rename a user-defined or unused vocabulary entry (e.g. 151657=<tool_call> in Qwen's padding slots); repeatable");
+  cmd->add_option("--chat-template", options->chat_template_path,
+                  "Jinja file to store as tokenizer.chat_template (default: the vocabulary's)");
   cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);
   return [options] {
     auto type = ggml_type_from_name(options->type);
     if (!type) throw Error("synth: unknown --type '" + options->type + "'");
     options->spec.type = *type;
+    for (const std::string& entry : options->renamed_tokens) {
+      const size_t eq = entry.find('=');
+      size_t used = 0;
+      int64_t id = -1;
+      try {
+        id = eq == std::string::npos ? -1 : std::stoll(entry.substr(0, eq), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (eq == std::string::npos || used != eq || eq + 1 == entry.size())
+        throw Error("synth: --token wants ID=TEXT, got '" + entry + "'");
+      options->spec.renamed_tokens.emplace_back(id, entry.substr(eq + 1));
+    }
+    if (!options->chat_template_path.empty()) {
+      std::ifstream in(options->chat_template_path, std::ios::binary);
+      if (!in) throw Error("synth: cannot read --chat-template " + options->chat_template_path);
+      options->spec.chat_template.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
     write_synthetic_model(options->spec, options->output, options->n_threads > 0 ? options->n_threads : default_threads());
     std::fprintf(stderr, "wrote %s\n", options->output.c_str());
     return 0;

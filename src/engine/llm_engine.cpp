@@ -121,7 +121,7 @@ int64_t LLMEngine::add_request(std::vector<int32_t> prompt, RequestOptions optio
       std::erase_if(constraint_tables_, [](const auto& entry) { return entry.second.use_count() == 1; });
     std::shared_ptr<ConstraintTables>& tables = constraint_tables_[options.grammar.get()];
     if (!tables) tables = std::make_shared<ConstraintTables>(options.grammar, vocabulary_trie_);
-    request->constraint = std::make_unique<TokenConstraint>(tables);
+    request->constraint = std::make_unique<TokenConstraint>(tables, options.grammar_trigger);
   }
   request->sampler = std::make_unique<SamplerChain>(options.sampling);
   request->stop = std::make_unique<StopChecker>(options.stop);

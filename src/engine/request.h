@@ -37,6 +37,9 @@ struct RequestOptions {
   // (tokens that would break it are masked to −inf before the sampler chain; end-of-generation is
   // allowed exactly when the output is complete). Null: unconstrained. Needs the engine's tokenizer.
   std::shared_ptr<const Grammar> grammar;
+  // Lazy structured output (tool_choice "auto"): the grammar applies from the first occurrence of this
+  // text in the output on (TokenConstraint's lazy form); empty: from the first token.
+  std::string grammar_trigger;
 };
 
 struct Request {

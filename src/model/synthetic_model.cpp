@@ -108,8 +108,26 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
     writer.set(p + "expert_used_count", MetaValue::u32(static_cast<uint32_t>(spec.experts_used)));
     if (arch == "qwen3moe") writer.set(p + "expert_feed_forward_length", MetaValue::u32(static_cast<uint32_t>(spec.ffn)));
   }
-  for (const auto& [key, value] : vocab->metadata())
-    if (key.rfind("tokenizer.", 0) == 0) writer.set(key, value);
+  for (const auto& [key, value] : vocab->metadata()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    if (key != "tokenizer.ggml.tokens" || spec.renamed_tokens.empty()) {
+      writer.set(key, value);
+      continue;
+    }
+    MetaValue tokens = value;
+    const std::vector<int64_t>& types = vocab->get_array("tokenizer.ggml.token_type").ints;
+    for (const auto& [id, text] : spec.renamed_tokens) {
+      if (id < 0 || id >= n_vocab) throw Error("synth: token id " + std::to_string(id) + " is outside the vocabulary");
+      if (types.size() > static_cast<size_t>(id) && types[static_cast<size_t>(id)] != 4 && types[static_cast<size_t>(id)] != 5)
+        throw Error("synth: token " + std::to_string(id) + " ('" + tokens.strings[static_cast<size_t>(id)] +
+                    "') is not a user-defined or unused entry; only those may be renamed");
+      for (const std::string& existing : tokens.strings)
+        if (existing == text) throw Error("synth: the vocabulary already has a token '" + text + "'");
+      tokens.strings[static_cast<size_t>(id)] = text;
+    }
+    writer.set(key, tokens);
+  }
+  if (!spec.chat_template.empty()) writer.set("tokenizer.chat_template", MetaValue::string(spec.chat_template));
 
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers;
   // A matrix of `rows` × `cols`, or `stack` of them as one 3-D tensor (experts).

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/ggml_type.h"
 
@@ -16,6 +18,11 @@ struct SyntheticModelSpec {
   // or "gemma4" (dense: gemma3's pattern, full layers with twice the head size and K as V)
   std::string arch = "llama";
   std::string vocab_path;      // GGUF whose tokenizer.* metadata is copied
+  std::string chat_template;   // Jinja source for tokenizer.chat_template (empty: the vocabulary's, if any)
+  // Vocabulary entries to rename (id → text), e.g. Qwen's padding slots into the added tokens real
+  // Qwen vocabularies have there (<tool_call> at 151657, <think> at 151667): only a USER_DEFINED or
+  // UNUSED entry may be renamed, and a text already in the vocabulary is an Error.
+  std::vector<std::pair<int64_t, std::string>> renamed_tokens;
   int64_t dim = 256, layers = 2, heads = 8, kv_heads = 8, ffn = 688;
   int64_t context_length = 2048;
   int64_t experts = 0, experts_used = 2;  // llama, qwen3moe: FFN as `experts` experts, top-`experts_used`

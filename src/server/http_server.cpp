@@ -80,6 +80,8 @@ void HttpServer::attach(ServedModel model) {
   context.model_name = served->model.name;
   context.max_model_len = served->model.max_model_len;
   context.constraints = &served->constraints;
+  context.tool_call_format = served->model.tool_call_format;
+  context.reasoning_split = served->model.reasoning_split;
   std::lock_guard<std::mutex> lock(served_mutex_);
   served_ = std::move(served);
 }
@@ -182,7 +184,9 @@ void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response&
     auto served = require_served();
     const json body = parse_body(req);
     if (tokenize) {
-      const std::vector<int32_t> tokens = parse_tokenize_request(body, served->context);
+      const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body, nullptr, false);
+      const std::vector<int32_t> tokens =
+          parse_tokenize_request(body, served->context, ordered.is_discarded() ? nullptr : &ordered);
       send_json(res, 200, {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", served->model.max_model_len}});
     } else {
       const std::vector<int32_t> tokens = parse_detokenize_request(body, served->context);
@@ -202,7 +206,42 @@ struct StreamState {
   bool with_logprobs = false;
   bool include_usage = false;
   std::vector<size_t> text_offsets;  // per choice: bytes of text sent so far
+  // Chat with reasoning or tools: per choice, the parser that splits its text, and whether it called.
+  std::vector<ChatOutputStream> parsers;
+  std::vector<bool> called_tools;
 };
+
+// A chat choice's delta through its output parser: the chunks to send (none while the parser holds
+// text back), one per tool-call delta so clients see each call's id and name before its arguments.
+std::vector<json> parsed_chat_chunks(StreamState& state, const SequenceDelta& delta, const json& logprobs) {
+  const auto i = static_cast<size_t>(delta.index);
+  ChatOutputDelta out = state.parsers[i].feed(delta.text);
+  if (delta.finished) {
+    ChatOutputDelta rest = state.parsers[i].finish();
+    out.reasoning_content += rest.reasoning_content;
+    out.content += rest.content;
+    out.tool_calls.insert(out.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+  }
+  if (!out.tool_calls.empty()) state.called_tools[i] = true;
+  std::vector<ChatOutputDelta> parts;
+  ChatOutputDelta text;
+  text.reasoning_content = std::move(out.reasoning_content);
+  text.content = std::move(out.content);
+  if (!text.empty() || (out.tool_calls.empty() && (delta.finished || !logprobs.is_null()))) parts.push_back(std::move(text));
+  for (ToolCallDelta& call : out.tool_calls) {
+    ChatOutputDelta d;
+    d.tool_calls.push_back(std::move(call));
+    parts.push_back(std::move(d));
+  }
+  std::vector<json> chunks;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const bool last = k + 1 == parts.size();
+    const json finish = last && delta.finished ? chat_finish_reason(delta.finish_reason, state.called_tools[i]) : json(nullptr);
+    chunks.push_back(chat_output_chunk(state.header, delta.index, parts[k], k == 0 ? logprobs : json(nullptr), finish,
+                                       state.include_usage));
+  }
+  return chunks;
+}
 
 // Writes a stream's events as outputs arrive; false when the client went away (its sequences are
 // aborted at once, so their KV blocks return to the pool at the engine's next step).
@@ -216,6 +255,16 @@ bool stream_events(StreamState& state, httplib::DataSink& sink, const std::atomi
     if (force_abort) generation.abort_all();
     for (const SequenceDelta& delta : generation.poll(kPollMilliseconds)) {
       size_t& offset = state.text_offsets[static_cast<size_t>(delta.index)];
+      if (!state.parsers.empty()) {
+        const json logprobs = delta_logprobs(state.header, delta, *state.tokenizer, state.with_logprobs, offset);
+        for (const json& chunk : parsed_chat_chunks(state, delta, logprobs))
+          if (!write(sse_event(chunk))) {
+            generation.abort_all();
+            return false;
+          }
+        offset += delta.text.size();
+        continue;
+      }
       // A client that went away fails the write: abort at once so its KV blocks return.
       if (!write(sse_event(delta_chunk(state.header, delta, *state.tokenizer, state.with_logprobs, offset,
                                        state.include_usage)))) {
@@ -245,8 +294,9 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     nlohmann::ordered_json ordered;
     const bool has_schema = body.is_object() && (body.contains("response_format") || body.contains("structured_outputs") ||
                                                  body.contains("guided_json") || body.contains("json_schema"));
-    if (has_schema) ordered = nlohmann::ordered_json::parse(req.body, nullptr, false);
-    const nlohmann::ordered_json* ordered_body = has_schema && !ordered.is_discarded() ? &ordered : nullptr;
+    const bool keep_order = has_schema || endpoint == Endpoint::chat_completions;  // chat: tools and messages too
+    if (keep_order) ordered = nlohmann::ordered_json::parse(req.body, nullptr, false);
+    const nlohmann::ordered_json* ordered_body = keep_order && !ordered.is_discarded() ? &ordered : nullptr;
     const GenerationRequest request = endpoint == Endpoint::completions
                                           ? parse_completion_request(body, served->context, ordered_body)
                                           : parse_chat_request(body, served->context, ordered_body);
@@ -270,7 +320,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
         if (!s.error.empty()) throw ApiError(400, s.error, "invalid_request_error");
         if (s.aborted) throw ApiError(503, "the request was aborted: the server is shutting down", "service_unavailable");
       }
-      send_json(res, 200, completion_response(header, *generation, *served->model.tokenizer, with_logprobs));
+      send_json(res, 200, completion_response(header, *generation, *served->model.tokenizer, with_logprobs, request.chat_output));
       return;
     }
 
@@ -282,6 +332,11 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     state->with_logprobs = with_logprobs;
     state->include_usage = request.include_usage;
     state->text_offsets.assign(static_cast<size_t>(request.num_sequences()), 0);
+    if (request.chat_output) {
+      for (int64_t i = 0; i < request.num_sequences(); ++i)
+        state->parsers.emplace_back(chat_output_for_choice(*request.chat_output, static_cast<int>(i)));
+      state->called_tools.assign(state->parsers.size(), false);
+    }
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(

@@ -51,6 +51,8 @@ struct ServedModel {
   int64_t max_model_len = 0;
   explain::Explainer* explainer = nullptr;  // the /explain/* endpoints (503 without one); borrowed like the engine
   Speculation speculation;                  // serve --draft / --spec: every sequence speculates
+  std::optional<ToolCallFormat> tool_call_format;  // serve --tool-call-parser (nullopt: read from the template)
+  bool reasoning_split = true;                     // serve --reasoning-format none turns it off
 };
 
 class HttpServer {

@@ -8,7 +8,10 @@
 #include "core/error.h"
 #include "sampling/sampler.h"
 #include "server/api_error.h"
+#include "server/chat_tools.h"
 #include "server/json_fields.h"
+#include "server/tool_call_grammar.h"
+#include "structured/gbnf_compose.h"
 
 namespace nucleus::server {
 
@@ -69,54 +72,6 @@ std::vector<std::vector<int32_t>> parse_prompts(const json& body, const Tokenize
   return prompts;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body) {
-  const json* messages = field(body, "messages");
-  if (!messages) throw invalid_param("messages", "'messages' is required");
-  if (!messages->is_array() || messages->empty()) throw invalid_param("messages", "'messages' must be a non-empty list");
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) throw invalid_param(where, "'" + where + "' must be an object");
-    const json* role = field(m, "role");
-    if (!role || !role->is_string()) throw invalid_param(where + ".role", "'" + where + ".role' must be a string");
-    ChatMessage message{role->get<std::string>(), ""};
-    if (message.role == "developer") message.role = "system";  // OpenAI's newer name for it
-    if (message.role != "system" && message.role != "user" && message.role != "assistant")
-      throw invalid_param(where + ".role", "'" + where + ".role' must be system, user or assistant, got '" + message.role + "'");
-    const json* content = field(m, "content");
-    if (!content) {
-      if (message.role != "assistant") throw invalid_param(where + ".content", "'" + where + ".content' is required");
-    } else if (content->is_string()) {
-      message.content = content->get<std::string>();
-    } else if (content->is_array()) {  // content parts: only text ones
-      for (const json& part : *content) {
-        const json* text = part.is_object() ? field(part, "text") : nullptr;
-        if (!part.is_object() || part.value("type", "") != "text" || !text || !text->is_string())
-          throw invalid_param(where + ".content", "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": string}");
-        message.content += text->get<std::string>();
-      }
-    } else {
-      throw invalid_param(where + ".content", "'" + where + ".content' must be a string or a list of text parts");
-    }
-    out.push_back(std::move(message));
-  }
-  return out;
-}
-
-std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, const ModelContext& model, bool add_generation_prompt,
-                                 const nlohmann::ordered_json& chat_template_kwargs) {
-  if (!model.chat_template)
-    throw ApiError(400, "this model has no usable chat template (" + model.chat_template_error +
-                            "); start the server with --chat-template NAME", "invalid_request_error", "messages");
-  try {
-    return encode_chat_prompt(*model.tokenizer, render_chat_json(*model.chat_template, chat_messages_to_json(messages),
-                                                                 add_generation_prompt, chat_template_kwargs));
-  } catch (const Error& e) {
-    throw invalid_param("messages", e.what());
-  }
-}
-
 // The fields both endpoints share. max_tokens is handled by the callers (their defaults differ).
 void parse_structured_output(const json& body, const ModelContext& model, GenerationRequest& request,
                              const nlohmann::ordered_json* ordered_body) {
@@ -134,8 +89,8 @@ void parse_structured_output(const json& body, const ModelContext& model, Genera
 }
 
 void parse_common(const json& body, const ModelContext& model, GenerationRequest& request,
-                  const nlohmann::ordered_json* ordered_body) {
-  parse_structured_output(body, model, request, ordered_body);
+                  const nlohmann::ordered_json* ordered_body, bool compile_structured_output = true) {
+  if (compile_structured_output) parse_structured_output(body, model, request, ordered_body);
   SamplingParams& s = request.options.sampling;
   StopParams& stop = request.options.stop;
   if (auto v = number_field(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*v);
@@ -286,16 +241,131 @@ GenerationRequest parse_completion_request(const json& body, const ModelContext&
   return request;
 }
 
+namespace {
+
+struct RenderedChat {
+  std::string prompt;
+  ToolRequest tools;
+  ToolCallFormat format = ToolCallFormat::generic;
+  bool add_generation_prompt = true;
+  std::string template_source;  // the model's Jinja template ("" for a family chosen by name)
+};
+
+// messages + tools → the prompt text, as the model's template renders them.
+RenderedChat render_chat_request(const json& body, const nlohmann::ordered_json& ordered, const ModelContext& model) {
+  RenderedChat chat;
+  nlohmann::ordered_json messages = parse_chat_messages(ordered);
+  chat.tools = parse_tool_request(ordered);
+  if (!model.chat_template)
+    throw ApiError(400, "this model has no usable chat template (" + model.chat_template_error +
+                            "); start the server with --chat-template NAME", "invalid_request_error", "messages");
+  const ChatTemplate& chat_template = *model.chat_template;
+  chat.template_source = chat_template.jinja ? chat_template.source : "";
+  chat.format = model.tool_call_format.value_or(detect_tool_call_format(chat.template_source));
+  if (!chat.tools.tools.is_null() && !chat_template.jinja)
+    throw invalid_param("tools", "'tools' needs the model's own chat template; a template chosen with --chat-template renders none");
+  if (chat.tools.calls_possible() && chat.format == ToolCallFormat::generic)
+    add_system_text(messages, generic_tool_instructions(chat.tools));
+  chat.add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
+  try {
+    chat.prompt = render_chat_json(chat_template, messages, chat.add_generation_prompt, parse_chat_template_kwargs(body),
+                                   chat.tools.tools);
+  } catch (const Error& e) {
+    throw invalid_param("messages", e.what());
+  }
+  return chat;
+}
+
+bool ends_with_open_think(std::string_view prompt) {
+  while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) prompt.remove_suffix(1);
+  return prompt.ends_with("<think>");
+}
+
+bool ends_with_closed_think(std::string_view prompt) {
+  while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) prompt.remove_suffix(1);
+  return prompt.ends_with("</think>");
+}
+
+// The grammar of a chat request: response_format and/or tool calls, after the reasoning block of a
+// thinking model. Sets request.options.grammar (and grammar_trigger for tool_choice "auto").
+void compile_chat_constraint(const json& body, const nlohmann::ordered_json& ordered_body, const ModelContext& model,
+                             const ToolRequest& tools, ToolCallFormat format, const ChatOutputOptions& output,
+                             GenerationRequest& request) {
+  const StructuredOutputField so = parse_structured_output_fields(body, &ordered_body);
+  const bool tool_grammar = tools.calls_possible();
+  if (!so.spec.active() && !tool_grammar) return;
+  const std::string field = tool_grammar ? (tools.choice == ToolChoice::automatic ? "tools" : "tool_choice") : so.field;
+  if (!model.constraints) throw invalid_param(field, "structured output is not available on this server");
+  if (so.spec.active() && tool_grammar && tools.choice != ToolChoice::automatic)
+    throw invalid_param(so.field, "'" + so.field + "' cannot be combined with tool_choice \"required\" or a named function");
+  std::string gbnf, trigger;
+  try {
+    const std::string response_gbnf = so.spec.active() ? constraint_to_gbnf(so.spec) : "";
+    std::string calls_gbnf;
+    if (tool_grammar) {
+      ToolCallGrammarOptions options;
+      options.format = format;
+      options.tools = tools.tools;
+      if (tools.choice == ToolChoice::named) options.function = tools.function;
+      options.parallel = tools.parallel;
+      calls_gbnf = tool_call_gbnf(options);
+    }
+    if (!tool_grammar) {
+      gbnf = response_gbnf;
+    } else if (tools.choice != ToolChoice::automatic) {
+      gbnf = calls_gbnf;
+    } else if (so.spec.active()) {  // auto with a response format: the answer is one or the other
+      gbnf = "root ::= response-root | calls-root\n" + prefix_gbnf_rules(response_gbnf, "response-") +
+             prefix_gbnf_rules(calls_gbnf, "calls-");
+    } else {  // auto: free text until the model opens a call, then a valid call
+      gbnf = calls_gbnf;
+      trigger = tool_call_trigger(format);
+    }
+    if (output.reasoning && trigger.empty()) gbnf = with_reasoning_prefix(gbnf, output.starts_in_reasoning);
+    ConstraintSpec spec;
+    spec.kind = ConstraintSpec::Kind::grammar;
+    spec.text = gbnf;
+    const ConstraintCompiler::Compiled compiled = model.constraints->compile(spec);
+    request.options.grammar = compiled.grammar;
+    request.options.grammar_trigger = trigger;
+    request.constraint_compile_seconds = compiled.seconds;
+    request.constraint_field = field;
+  } catch (const Error& e) {
+    throw invalid_param(field, "'" + field + "': " + e.what());
+  }
+}
+
+}  // namespace
+
 GenerationRequest parse_chat_request(const json& body, const ModelContext& model, const nlohmann::ordered_json* ordered_body) {
   require_object(body);
   check_model_name(body, model);
+  // Tools, messages and schemas keep the client's key order (templates print them with tojson).
+  const nlohmann::ordered_json ordered = ordered_body ? *ordered_body : nlohmann::ordered_json::parse(body.dump());
   GenerationRequest request;
   request.endpoint = Endpoint::chat_completions;
   request.model = model.model_name;
-  parse_common(body, model, request, ordered_body);
-  const std::vector<ChatMessage> messages = parse_messages(body);
-  const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
-  request.prompts.push_back(encode_chat(messages, model, add_generation_prompt, parse_chat_template_kwargs(body)));
+  parse_common(body, model, request, &ordered, /*compile_structured_output=*/false);
+  const RenderedChat chat = render_chat_request(body, ordered, model);
+  const ToolRequest& tools = chat.tools;
+  const ToolCallFormat format = chat.format;
+  const std::string& prompt = chat.prompt;
+  const bool add_generation_prompt = chat.add_generation_prompt;
+  const std::string& source = chat.template_source;
+  request.prompts.push_back(encode_chat_prompt(*model.tokenizer, prompt));
+
+  ChatOutputOptions output;
+  if (tools.calls_possible()) {
+    output.tool_format = format;
+    output.tools = tools.tools;
+  }
+  const bool thinking_template = source.find("<think>") != std::string::npos;
+  output.reasoning = model.reasoning_split && thinking_template && add_generation_prompt && !ends_with_closed_think(prompt);
+  output.starts_in_reasoning = output.reasoning && ends_with_open_think(prompt);
+  output.id_seed = request.options.sampling.seed.value_or(0);
+  if (output.tool_format || output.reasoning) request.chat_output = output;
+  compile_chat_constraint(body, ordered, model, tools, format, output, request);
+
   const bool logprobs = bool_field(body, "logprobs").value_or(false);
   auto top = integer_field(body, "top_logprobs", 0, 20);
   if (top && !logprobs) throw invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
@@ -304,13 +374,12 @@ GenerationRequest parse_chat_request(const json& body, const ModelContext& model
   return request;
 }
 
-std::vector<int32_t> parse_tokenize_request(const json& body, const ModelContext& model) {
+std::vector<int32_t> parse_tokenize_request(const json& body, const ModelContext& model, const nlohmann::ordered_json* ordered_body) {
   require_object(body);
   check_model_name(body, model);
-  if (field(body, "messages")) {
-    const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
-    return encode_chat(parse_messages(body), model, add_generation_prompt, parse_chat_template_kwargs(body));
-  }
+  if (field(body, "messages"))
+    return encode_chat_prompt(*model.tokenizer,
+                              render_chat_request(body, ordered_body ? *ordered_body : nlohmann::ordered_json::parse(body.dump()), model).prompt);
   auto prompt = string_field(body, "prompt");
   if (!prompt) throw invalid_param("prompt", "'prompt' (a string) or 'messages' is required");
   const bool add_special = bool_field(body, "add_special_tokens").value_or(true);

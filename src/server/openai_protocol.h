@@ -1,6 +1,8 @@
 // OpenAI request bodies → what the engine runs. Parsing checks every field's type and domain and
 // throws ApiError (400, naming the field; 404 for an unknown model); it never touches the engine.
 //
+// Chat also takes tools, tool_choice, parallel_tool_calls and tool / tool-call messages
+// (chat_tools.h); the output is read by chat_output_parser.h (reasoning_content, tool_calls).
 // Accepted (/v1/completions and /v1/chat/completions): model, prompt (string, token ids, or a list of
 // either) / messages, max_tokens / max_completion_tokens, temperature, top_p, n, stream,
 // stream_options.include_usage, stop, seed, presence_penalty, frequency_penalty, logit_bias,
@@ -18,6 +20,8 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "server/chat_output_parser.h"
+#include "server/tool_call_format.h"
 #include "structured/constraint.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -34,6 +38,8 @@ struct ModelContext {
   std::string model_name;
   int64_t max_model_len = 0;
   ConstraintCompiler* constraints = nullptr;    // structured output (null: such requests get 400)
+  std::optional<ToolCallFormat> tool_call_format;  // serve --tool-call-parser; nullopt: read from the template
+  bool reasoning_split = true;                  // <think>…</think> → reasoning_content (serve --reasoning-format)
 };
 
 struct GenerationRequest {
@@ -48,6 +54,8 @@ struct GenerationRequest {
   std::string user;
   std::string constraint_field;               // the structured-output field given ("" when none)
   double constraint_compile_seconds = -1;     // its compile time (0: from the cache; < 0: none)
+  // Chat: how to read the output (reasoning block, tool calls); nullopt: all of it is content.
+  std::optional<ChatOutputOptions> chat_output;
 
   int64_t num_sequences() const { return static_cast<int64_t>(prompts.size()) * n; }
 };
@@ -68,7 +76,9 @@ void check_model_name(const nlohmann::json& body, const ModelContext& model);
 // enable_thinking; a template chosen by name (--chat-template) takes only enable_thinking.
 nlohmann::ordered_json parse_chat_template_kwargs(const nlohmann::json& body);
 
-std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ModelContext& model);
+// /tokenize with messages takes tools too, rendered as chat requests are (ordered_body: key order kept).
+std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ModelContext& model,
+                                            const nlohmann::ordered_json* ordered_body = nullptr);
 // /detokenize: {"tokens": [ids]} (each checked against the vocabulary).
 std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, const ModelContext& model);
 

@@ -93,18 +93,44 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_response(const ResponseHeader& header, const Generation& generation, const Tokenizer& tokenizer, bool with_logprobs) {
+ChatOutputOptions chat_output_for_choice(const ChatOutputOptions& options, int index) {
+  ChatOutputOptions o = options;
+  o.id_seed = options.id_seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(index + 1));
+  return o;
+}
+
+json chat_finish_reason(FinishReason reason, bool called_tools) {
+  if (called_tools && reason != FinishReason::length) return "tool_calls";
+  return finish_reason_json(true, reason);
+}
+
+json completion_response(const ResponseHeader& header, const Generation& generation, const Tokenizer& tokenizer, bool with_logprobs,
+                         const std::optional<ChatOutputOptions>& chat_output) {
   json response = header_json(header, false);
   json choices = json::array();
   for (const SequenceState& s : generation.sequences()) {
     json choice = {{"index", s.index}};
-    if (header.endpoint == Endpoint::chat_completions) {
+    bool called_tools = false;
+    if (header.endpoint == Endpoint::chat_completions && chat_output) {
+      const ChatOutput parsed = parse_chat_output(s.text, chat_output_for_choice(*chat_output, s.index));
+      json message = {{"role", "assistant"}};
+      message["content"] = parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr) : json(parsed.content);
+      if (chat_output->reasoning) message["reasoning_content"] = parsed.reasoning_content;
+      if (!parsed.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ParsedToolCall& c : parsed.tool_calls)
+          calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        message["tool_calls"] = std::move(calls);
+        called_tools = true;
+      }
+      choice["message"] = std::move(message);
+    } else if (header.endpoint == Endpoint::chat_completions) {
       choice["message"] = {{"role", "assistant"}, {"content", s.text}};
     } else {
       choice["text"] = s.text;
     }
     choice["logprobs"] = with_logprobs ? logprobs_json(header.endpoint, s.logprobs, tokenizer, 0) : json(nullptr);
-    choice["finish_reason"] = finish_reason_json(true, s.finish_reason);
+    choice["finish_reason"] = called_tools ? chat_finish_reason(s.finish_reason, true) : finish_reason_json(true, s.finish_reason);
     choices.push_back(std::move(choice));
   }
   response["choices"] = std::move(choices);
@@ -124,6 +150,38 @@ json delta_chunk(const ResponseHeader& header, const SequenceDelta& delta, const
   choice["logprobs"] = with_logprobs ? logprobs_json(header.endpoint, delta.logprobs, tokenizer, text_offset) : json(nullptr);
   choice["finish_reason"] = finish_reason_json(delta.finished, delta.finish_reason);
   chunk["choices"] = json::array({choice});
+  if (include_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+json delta_logprobs(const ResponseHeader& header, const SequenceDelta& delta, const Tokenizer& tokenizer, bool with_logprobs,
+                    size_t text_offset) {
+  return with_logprobs ? logprobs_json(header.endpoint, delta.logprobs, tokenizer, text_offset) : json(nullptr);
+}
+
+json chat_output_chunk(const ResponseHeader& header, int index, const ChatOutputDelta& delta, const json& logprobs,
+                       const json& finish_reason, bool include_usage) {
+  json chunk = header_json(header, true);
+  json d = json::object();
+  if (!delta.reasoning_content.empty()) d["reasoning_content"] = delta.reasoning_content;
+  if (!delta.content.empty()) d["content"] = delta.content;
+  if (!delta.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCallDelta& c : delta.tool_calls) {
+      json call = {{"index", c.index}};
+      json function = json::object();
+      if (!c.id.empty()) {
+        call["id"] = c.id;
+        call["type"] = "function";
+        function["name"] = c.name;
+      }
+      function["arguments"] = c.arguments;
+      call["function"] = std::move(function);
+      calls.push_back(std::move(call));
+    }
+    d["tool_calls"] = std::move(calls);
+  }
+  chunk["choices"] = json::array({{{"index", index}, {"delta", std::move(d)}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}});
   if (include_usage) chunk["usage"] = nullptr;
   return chunk;
 }

@@ -236,13 +236,34 @@ const TokenMask& ConstraintTables::mask_for(const GrammarAutomaton::State& state
   return masks_.emplace(state, std::move(mask)).first->second;
 }
 
-TokenConstraint::TokenConstraint(std::shared_ptr<ConstraintTables> tables)
+TokenConstraint::TokenConstraint(std::shared_ptr<ConstraintTables> tables, std::string trigger)
     : tables_(std::move(tables)), matcher_(tables_->automaton()) {
   ended_mask_.words.assign((static_cast<size_t>(tables_->vocabulary().n_vocab()) + 63) / 64, 0);
+  if (!trigger.empty()) {
+    // The scanner needs the vocabulary shared; the tables hold it.
+    trigger_ = std::make_unique<TriggerScanner>(std::move(trigger), tables_->vocabulary_ptr());
+  }
+}
+
+const TokenMask& TokenConstraint::free_mask() {
+  const int32_t n_vocab = vocabulary().n_vocab();
+  free_mask_.words.assign((static_cast<size_t>(n_vocab) + 63) / 64, ~uint64_t{0});
+  if (n_vocab % 64) free_mask_.words.back() = (uint64_t{1} << (n_vocab % 64)) - 1;
+  GrammarMatcher probe(tables_->automaton());
+  const size_t keep = std::min(free_text_.size(), trigger_->trigger().size() - 1);
+  for (const TriggerScanner::Completion& c : trigger_->completions(free_text_)) {
+    const std::string joined = free_text_.substr(free_text_.size() - keep) + vocabulary().bytes_of(c.token);
+    if (probe.accept(std::string_view(joined).substr(c.start)))
+      probe.rollback(1);
+    else
+      free_mask_.words[static_cast<size_t>(c.token) >> 6] &= ~(uint64_t{1} << (c.token & 63));
+  }
+  return free_mask_;
 }
 
 const TokenMask& TokenConstraint::allowed_tokens() {
   if (ended()) return ended_mask_;
+  if (trigger_ && !triggered()) return free_mask();
   return tables_->mask_for(matcher_.state());
 }
 
@@ -258,13 +279,29 @@ void TokenConstraint::mask_logits(float* logits, int64_t n_vocab) {
 bool TokenConstraint::accept_token(int32_t id) {
   if (ended() || id < 0 || id >= vocabulary().n_vocab()) return false;
   if (vocabulary().is_end_of_generation(id)) {
-    if (!matcher_.accepting()) return false;
-    matcher_.accept("");
+    if (!complete()) return false;
+    if (triggered() || !trigger_) matcher_.accept("");
     ended_at_.push_back(accepted_.size());
     accepted_.push_back(id);
     return true;
   }
   const std::string& bytes = vocabulary().bytes_of(id);
+  if (trigger_ && !triggered()) {
+    // Free text: a token without bytes (a control token) is free text too.
+    const size_t keep = std::min(free_text_.size(), trigger_->trigger().size() - 1);
+    const std::string joined = free_text_.substr(free_text_.size() - keep) + bytes;
+    const size_t at = trigger_->find(joined);
+    if (at == std::string::npos) {
+      free_text_ += bytes;
+      free_sizes_.push_back(bytes.size());
+      accepted_.push_back(id);
+      return true;
+    }
+    if (!matcher_.accept(std::string_view(joined).substr(at))) return false;
+    triggered_at_ = accepted_.size();
+    accepted_.push_back(id);
+    return true;
+  }
   if (bytes.empty() || !matcher_.accept(bytes)) return false;
   accepted_.push_back(id);
   return true;
@@ -272,9 +309,26 @@ bool TokenConstraint::accept_token(int32_t id) {
 
 void TokenConstraint::rollback(size_t n) {
   if (n > accepted_.size()) throw Error("internal: constraint rollback past the start");
-  matcher_.rollback(n);
-  accepted_.resize(accepted_.size() - n);
-  if (!ended_at_.empty() && ended_at_.back() >= accepted_.size()) ended_at_.clear();
+  const size_t new_size = accepted_.size() - n;
+  if (!ended_at_.empty() && ended_at_.back() >= new_size) {  // the end-of-generation token
+    if (!trigger_ || triggered()) matcher_.rollback(1);
+    ended_at_.clear();
+    accepted_.pop_back();
+    --n;
+  }
+  if (trigger_) {
+    // Tokens before triggered_at_ are free text (no matcher call); from it on, one matcher call each.
+    const size_t first_fed = triggered() ? triggered_at_ : accepted_.size();
+    matcher_.rollback(accepted_.size() - std::max(first_fed, new_size));
+    if (triggered() && new_size <= triggered_at_) triggered_at_ = kNotTriggered;
+    while (free_sizes_.size() > new_size) {
+      free_text_.resize(free_text_.size() - free_sizes_.back());
+      free_sizes_.pop_back();
+    }
+  } else {
+    matcher_.rollback(n);
+  }
+  accepted_.resize(new_size);
 }
 
 }  // namespace nucleus

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "structured/grammar_matcher.h"
+#include "structured/grammar_trigger.h"
 
 namespace nucleus {
 
@@ -83,6 +84,7 @@ class ConstraintTables {
   const TokenMask& mask_for(const GrammarAutomaton::State& state);
   const std::shared_ptr<GrammarAutomaton>& automaton() const { return automaton_; }
   const VocabularyTrie& vocabulary() const { return *vocabulary_; }
+  const std::shared_ptr<const VocabularyTrie>& vocabulary_ptr() const { return vocabulary_; }
   const Grammar& grammar() const { return automaton_->grammar(); }
 
  private:
@@ -109,11 +111,17 @@ class ConstraintTables {
   std::unordered_map<GrammarAutomaton::State, TokenMask, StateHash> masks_;
 };
 
+// Lazy form (a non-empty `trigger`): the output is free text until the trigger first appears in it;
+// from the trigger's first byte on (bytes of earlier tokens included), the rest must be a prefix of a
+// sentence of the grammar, whose sentences therefore start with the trigger. While free, every token
+// is allowed (end of generation too) except those that would complete the trigger with bytes the
+// grammar refuses — so a call the model opens is always a valid one.
 class TokenConstraint {
  public:
-  explicit TokenConstraint(std::shared_ptr<ConstraintTables> tables);
-  TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary)
-      : TokenConstraint(std::make_shared<ConstraintTables>(std::move(grammar), std::move(vocabulary))) {}
+  explicit TokenConstraint(std::shared_ptr<ConstraintTables> tables, std::string trigger = {});
+  TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary,
+                  std::string trigger = {})
+      : TokenConstraint(std::make_shared<ConstraintTables>(std::move(grammar), std::move(vocabulary)), std::move(trigger)) {}
 
   // The tokens allowed now (the reference stays valid until the next call on any constraint
   // sharing these tables).
@@ -125,7 +133,10 @@ class TokenConstraint {
   bool accept_token(int32_t id);
   // Undoes the last n accepted tokens.
   void rollback(size_t n);
-  bool complete() const { return matcher_.accepting(); }  // the output so far is a sentence
+  // The output so far is a sentence (lazy and not yet triggered: free text, which may end anywhere).
+  bool complete() const { return !triggered() && trigger_ ? true : matcher_.accepting(); }
+  bool lazy() const { return trigger_ != nullptr; }
+  bool triggered() const { return triggered_at_ != kNotTriggered; }
   bool ended() const { return !ended_at_.empty(); }        // an end-of-generation token was taken
   size_t num_tokens() const { return accepted_.size(); }
   const VocabularyTrie& vocabulary() const { return tables_->vocabulary(); }
@@ -136,6 +147,15 @@ class TokenConstraint {
   std::vector<int32_t> accepted_;  // token ids taken
   std::vector<size_t> ended_at_;   // position of the end-of-generation token, if taken
   TokenMask ended_mask_;           // after the end: nothing
+
+  // Lazy constraints only.
+  static constexpr size_t kNotTriggered = SIZE_MAX;
+  const TokenMask& free_mask();                // every token but those completing the trigger badly
+  std::unique_ptr<TriggerScanner> trigger_;
+  size_t triggered_at_ = kNotTriggered;        // index in accepted_ of the token that completed the trigger
+  std::string free_text_;                      // the output's bytes before that token
+  std::vector<size_t> free_sizes_;             // bytes per accepted free token, for rollback
+  TokenMask free_mask_;
 };
 
 }  // namespace nucleus

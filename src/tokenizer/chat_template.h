@@ -103,6 +103,7 @@ struct ChatTemplate {
   // The model's own template, run by the Jinja interpreter; null for a family chosen by name (rendered by
   // its C++ family renderer). Shared: a parsed template is immutable.
   std::shared_ptr<const jinja::JinjaTemplate> jinja;
+  std::string source;  // that template's Jinja text (what tool-call formats and thinking are read from)
   // What the Jinja template's strftime_now formats: nullopt is the local time at rendering; tests fix it.
   std::optional<std::tm> now;
 };

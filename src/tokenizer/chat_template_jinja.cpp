@@ -61,6 +61,7 @@ ChatTemplate chat_template_from_jinja(std::string_view jinja) {
   auto parsed = std::make_shared<const jinja::JinjaTemplate>(jinja);
   ChatTemplate chat_template = make_chat_template(detect_chat_template(jinja).value_or(ChatTemplateKind::chatml));
   chat_template.jinja = std::move(parsed);
+  chat_template.source = std::string(jinja);
   return chat_template;
 }
 
