@@ -130,14 +130,16 @@ async function startServer(model) {
 }
 
 // Qwen 2.5/3 vocabularies hold these added tokens where the shared test vocabulary has padding.
-const qwenAddedTokens = ['151657=<tool_call>', '151658=</tool_call>', '151667=<think>', '151668=</think>'];
+const qwenAddedTokens = ['151657=<tool_call>', '151658=</tool_call>', '151667=<think>', '151668=</think>'].map((t) => ['--token', t]);
+// Mistral's vocabularies hold its markers as control tokens (rendered as text: tokenizer/vocab.h).
+const mistralControlTokens = ['151657=[TOOL_CALLS]', '151658=[ARGS]', '151659=[CALL_ID]'].map((t) => ['--control-token', t]);
 
 function synth(name, vocab, arch, template, tokens = []) {
   const out = path.join(work, `${name}.gguf`);
   const args = ['synth', '-o', out, '--vocab', path.join(shared, vocab), '--arch', arch, '--dim', '64', '--layers', '2',
     '--heads', '4', '--kv-heads', '2', '--ffn', '128', '--ctx', '4096', '--seed', '7'];
   if (template) args.push('--chat-template', path.join(shared, 'templates', template));
-  for (const t of tokens) args.push('--token', t);
+  for (const t of tokens) args.push(...t);
   execFileSync(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   return out;
 }
@@ -165,13 +167,14 @@ function referenceRender(template, messages, bos, eos, kwargs) {
 
 // end: the text of the token that ends an answer (favoured in some checks so a random model stops
 // after a complete call instead of writing parallel calls until max_tokens). forceable: the trigger
-// is one token (Qwen's added <tool_call>) or few enough that logit_bias makes a random model write it;
-// Mistral's "[TOOL_CALLS]" is a control token in real Mistral vocabularies and eight pieces here.
+// is one token (Qwen's added <tool_call>, Mistral's [TOOL_CALLS]) or few enough ('{"name"') that
+// logit_bias makes a random model write it.
 const families = [
   { name: 'hermes', vocab: 'models/test/qwen2-f16.gguf', arch: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct.jinja', tokens: qwenAddedTokens, forceable: true, trigger: '<tool_call>', end: '<|im_end|>', bos: '<|endoftext|>', eos: '<|endoftext|>' },
   { name: 'qwen3-xml', vocab: 'models/test/qwen2-f16.gguf', arch: 'qwen2', template: 'Qwen3.5-4B.jinja', tokens: qwenAddedTokens, forceable: true, trigger: '<tool_call>', end: '<|im_end|>', thinking: true, bos: '<|endoftext|>', eos: '<|endoftext|>' },
   { name: 'llama3-json', vocab: 'models/test/llama3-f16.gguf', arch: 'llama', template: 'meta-llama-Llama-3.1-8B-Instruct.jinja', forceable: true, trigger: '{"name"', end: '<|eot_id|>', bos: '<|begin_of_text|>', eos: '<|eot_id|>' },
-  { name: 'mistral', vocab: 'models/test/llama-spm-f32.gguf', arch: 'llama', template: 'mistralai-Mistral-Nemo-Instruct-2407.jinja', trigger: '[TOOL_CALLS]', end: '</s>', bos: '<s>', eos: '</s>' },
+  { name: 'mistral', vocab: 'models/test/qwen2-f16.gguf', arch: 'qwen2', template: 'mistralai-Mistral-Nemo-Instruct-2407.jinja', tokens: mistralControlTokens, forceable: true, trigger: '[TOOL_CALLS]', end: '<|endoftext|>', bos: '<|endoftext|>', eos: '<|endoftext|>' },
+  { name: 'mistral-args', vocab: 'models/test/qwen2-f16.gguf', arch: 'qwen2', template: 'Mistral-Small-3.2-24B-Instruct-2506.jinja', tokens: mistralControlTokens, forceable: true, trigger: '[TOOL_CALLS]', end: '<|endoftext|>', bos: '<|endoftext|>', eos: '<|endoftext|>' },
   { name: 'generic', vocab: 'models/test/qwen2-f16.gguf', arch: 'qwen2', template: null, trigger: '{"tool_calls"', end: '<|im_end|>', tokens: qwenAddedTokens },
 ];
 

@@ -17,6 +17,7 @@ struct SynthOptions {
   SyntheticModelSpec spec;
   std::string output, type = "F16", chat_template_path;
   std::vector<std::string> renamed_tokens;  // ID=TEXT
+  std::vector<std::string> control_tokens;  // ID=TEXT
   int n_threads = 0;
 };
 }  // namespace
@@ -41,6 +42,8 @@ Runner add_synth_command(CLI::App& app) {
   cmd->add_option("--seed", spec.seed, "random seed");
   cmd->add_option("--token", options->renamed_tokens,
                   "ID=TEXT: rename a user-defined or unused vocabulary entry (e.g. 151657=<tool_call> in Qwen's padding slots); repeatable");
+  cmd->add_option("--control-token", options->control_tokens,
+                  "ID=TEXT: as --token, and the entry becomes a control token (as Mistral's [TOOL_CALLS] is); repeatable");
   cmd->add_option("--chat-template", options->chat_template_path,
                   "Jinja file to store as tokenizer.chat_template (default: the vocabulary's)");
   cmd->add_option("-t,--threads", options->n_threads, "threads")->check(CLI::NonNegativeNumber);
@@ -48,7 +51,10 @@ Runner add_synth_command(CLI::App& app) {
     auto type = ggml_type_from_name(options->type);
     if (!type) throw Error("synth: unknown --type '" + options->type + "'");
     options->spec.type = *type;
-    for (const std::string& entry : options->renamed_tokens) {
+    std::vector<std::pair<std::string, bool>> entries;
+    for (const std::string& e : options->renamed_tokens) entries.emplace_back(e, false);
+    for (const std::string& e : options->control_tokens) entries.emplace_back(e, true);
+    for (const auto& [entry, control] : entries) {
       const size_t eq = entry.find('=');
       size_t used = 0;
       int64_t id = -1;
@@ -59,7 +65,7 @@ Runner add_synth_command(CLI::App& app) {
       }
       if (eq == std::string::npos || used != eq || eq + 1 == entry.size())
         throw Error("synth: --token wants ID=TEXT, got '" + entry + "'");
-      options->spec.renamed_tokens.emplace_back(id, entry.substr(eq + 1));
+      options->spec.renamed_tokens.push_back({id, entry.substr(eq + 1), control});
     }
     if (!options->chat_template_path.empty()) {
       std::ifstream in(options->chat_template_path, std::ios::binary);

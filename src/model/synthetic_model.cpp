@@ -110,13 +110,21 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   }
   for (const auto& [key, value] : vocab->metadata()) {
     if (key.rfind("tokenizer.", 0) != 0) continue;
-    if (key != "tokenizer.ggml.tokens" || spec.renamed_tokens.empty()) {
+    if ((key != "tokenizer.ggml.tokens" && key != "tokenizer.ggml.token_type") || spec.renamed_tokens.empty()) {
       writer.set(key, value);
       continue;
     }
-    MetaValue tokens = value;
     const std::vector<int64_t>& types = vocab->get_array("tokenizer.ggml.token_type").ints;
-    for (const auto& [id, text] : spec.renamed_tokens) {
+    if (key == "tokenizer.ggml.token_type") {
+      std::vector<int32_t> new_types(types.begin(), types.end());
+      for (const auto& renamed : spec.renamed_tokens)
+        if (renamed.control && renamed.id >= 0 && renamed.id < static_cast<int64_t>(new_types.size()))
+          new_types[static_cast<size_t>(renamed.id)] = 3;  // CONTROL
+      writer.set(key, MetaValue::i32_array(std::move(new_types)));
+      continue;
+    }
+    MetaValue tokens = value;
+    for (const auto& [id, text, control] : spec.renamed_tokens) {
       if (id < 0 || id >= n_vocab) throw Error("synth: token id " + std::to_string(id) + " is outside the vocabulary");
       if (types.size() > static_cast<size_t>(id) && types[static_cast<size_t>(id)] != 4 && types[static_cast<size_t>(id)] != 5)
         throw Error("synth: token " + std::to_string(id) + " ('" + tokens.strings[static_cast<size_t>(id)] +

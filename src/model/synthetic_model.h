@@ -19,10 +19,16 @@ struct SyntheticModelSpec {
   std::string arch = "llama";
   std::string vocab_path;      // GGUF whose tokenizer.* metadata is copied
   std::string chat_template;   // Jinja source for tokenizer.chat_template (empty: the vocabulary's, if any)
-  // Vocabulary entries to rename (id → text), e.g. Qwen's padding slots into the added tokens real
-  // Qwen vocabularies have there (<tool_call> at 151657, <think> at 151667): only a USER_DEFINED or
-  // UNUSED entry may be renamed, and a text already in the vocabulary is an Error.
-  std::vector<std::pair<int64_t, std::string>> renamed_tokens;
+  // Vocabulary entries to rename, e.g. Qwen's padding slots into the added tokens real Qwen
+  // vocabularies have there (<tool_call> at 151657, <think> at 151667): only a USER_DEFINED or UNUSED
+  // entry may be renamed, and a text already in the vocabulary is an Error. control: the entry becomes
+  // a CONTROL token (as Mistral's [TOOL_CALLS] is), else it stays USER_DEFINED.
+  struct RenamedToken {
+    int64_t id = 0;
+    std::string text;
+    bool control = false;
+  };
+  std::vector<RenamedToken> renamed_tokens;
   int64_t dim = 256, layers = 2, heads = 8, kv_heads = 8, ffn = 688;
   int64_t context_length = 2048;
   int64_t experts = 0, experts_used = 2;  // llama, qwen3moe: FFN as `experts` experts, top-`experts_used`

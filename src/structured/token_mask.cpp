@@ -80,7 +80,8 @@ VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
       end_of_generation_.push_back(id);
       continue;
     }
-    if (tokenizer.is_control(id)) continue;
+    // Control tokens render as nothing (and are never in a mask), except the chat answers' markers
+    // (vocab.h: is_output_marker_text), which render as their text.
     std::string& piece = pieces_[static_cast<size_t>(id)];
     piece = tokenizer.token_to_piece(id, false);
     if (piece.empty()) continue;

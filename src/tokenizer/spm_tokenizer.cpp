@@ -76,6 +76,10 @@ SpmTokenizer::SpmTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)) {
   pieces_.resize(vocab_.n_vocab());
   for (int32_t id = 0; id < vocab_.n_vocab(); ++id) {
     const std::string& text = vocab_.texts[id];
+    if (vocab_.has_attribute(id, kAttrControl) && is_output_marker_text(text)) {  // vocab.h: rendered as text
+      pieces_[id] = text;
+      continue;
+    }
     if (vocab_.has_attribute(id, kAttrControl | kAttrUnknown)) continue;  // rendered only on request
     if (vocab_.has_attribute(id, kAttrUserDefined)) {
       pieces_[id] = text;

@@ -11,6 +11,14 @@
 
 namespace nucleus {
 
+bool is_output_marker_text(std::string_view text) {
+  for (std::string_view marker : {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|python_tag|>", "<tool_call>", "</tool_call>",
+                                  "<think>", "</think>"})
+    if (text == marker) return true;
+  return false;
+}
+
+
 namespace {
 
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";

@@ -44,6 +44,12 @@ enum TokenAttribute : uint32_t {
   kAttrRstrip = 1u << 7,
 };
 
+// Control tokens that carry the structure of a chat answer — tool-call and reasoning markers such as
+// Mistral's [TOOL_CALLS] and [ARGS], Llama 3's <|python_tag|>, <tool_call>, <think> — render as their
+// text like ordinary tokens (token_to_piece without render_special), so an answer's text keeps them
+// for the output parsers and a grammar can ask for them; other control tokens render as nothing.
+bool is_output_marker_text(std::string_view text);
+
 enum class VocabType {
   SENTENCE_PIECE,  // tokenizer.ggml.model = "llama": score-driven merges, ▁ for space, <0xXX> bytes
   BYTE_LEVEL_BPE,  // tokenizer.ggml.model = "gpt2": ranked merges over the byte-level alphabet
