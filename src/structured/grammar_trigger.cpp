@@ -11,7 +11,7 @@ TriggerScanner::TriggerScanner(std::string trigger, std::shared_ptr<const Vocabu
     : trigger_(std::move(trigger)), vocabulary_(std::move(vocabulary)) {
   if (trigger_.empty()) throw Error("internal: an empty grammar trigger");
   for (int32_t id = 0; id < vocabulary_->n_vocab(); ++id)
-    if (vocabulary_->bytes_of(id).find(trigger_[0]) != std::string::npos) holding_first_byte_.push_back(id);
+    if (vocabulary_->bytes_of(id).find(trigger_) != std::string::npos) holding_trigger_.push_back(id);
 }
 
 std::vector<TriggerScanner::Completion> TriggerScanner::completions(std::string_view text) const {
@@ -28,8 +28,8 @@ std::vector<TriggerScanner::Completion> TriggerScanner::completions(std::string_
     const size_t at = joined.find(trigger_);
     if (at != std::string::npos) out.push_back({id, at});
   };
-  for (int32_t id : holding_first_byte_) check(id);
-  // Tokens that finish an occurrence begun in the tail (those holding trigger_[0] were seen above).
+  for (int32_t id : holding_trigger_) check(id);
+  // Tokens that finish an occurrence begun in the tail (those holding the whole trigger were seen above).
   const TokenTrie& trie = vocabulary_->all();
   for (size_t k = 1; k <= keep; ++k) {
     if (tail.substr(keep - k) != std::string_view(trigger_).substr(0, k)) continue;
@@ -50,7 +50,7 @@ std::vector<TriggerScanner::Completion> TriggerScanner::completions(std::string_
     if (!found) continue;
     for (uint32_t i = trie.nodes[node].subtree_begin; i < trie.nodes[node].subtree_end; ++i) {
       const int32_t id = trie.sorted[i];
-      if (vocabulary_->bytes_of(id).find(trigger_[0]) == std::string::npos) check(id);
+      check(id);
     }
   }
   std::sort(out.begin(), out.end(), [](const Completion& a, const Completion& b) { return a.token < b.token; });

@@ -5,9 +5,11 @@
 // TriggerScanner finds, for the free text so far, every token that would complete the trigger
 // (the trigger may start in the text and end in the token, or lie wholly inside the token) and where
 // in the token's bytes the trigger starts, so a constraint can check those bytes against the
-// grammar before the token is sampled. Candidates: tokens holding the trigger's first byte, plus,
-// when the text ends in a proper prefix of the trigger, the tokens that start with its rest (a
-// subtree of the vocabulary trie) — never a scan of the whole vocabulary per step.
+// grammar before the token is sampled. An occurrence that ends inside the token either lies wholly
+// in it (tokens holding the whole trigger: found once, at construction) or begins in the text's last
+// bytes, which then end in a proper prefix of the trigger, and continues at the token's start (the
+// tokens starting with the trigger's rest: a subtree of the vocabulary trie) — never a scan of the
+// whole vocabulary per step.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -37,7 +39,7 @@ class TriggerScanner {
  private:
   std::string trigger_;
   std::shared_ptr<const VocabularyTrie> vocabulary_;
-  std::vector<int32_t> holding_first_byte_;  // tokens whose bytes contain trigger_[0]
+  std::vector<int32_t> holding_trigger_;  // tokens whose bytes contain the whole trigger
 };
 
 }  // namespace nucleus

@@ -250,14 +250,17 @@ const TokenMask& TokenConstraint::free_mask() {
   const int32_t n_vocab = vocabulary().n_vocab();
   free_mask_.words.assign((static_cast<size_t>(n_vocab) + 63) / 64, ~uint64_t{0});
   if (n_vocab % 64) free_mask_.words.back() = (uint64_t{1} << (n_vocab % 64)) - 1;
+  free_refused_.clear();
   GrammarMatcher probe(tables_->automaton());
   const size_t keep = std::min(free_text_.size(), trigger_->trigger().size() - 1);
   for (const TriggerScanner::Completion& c : trigger_->completions(free_text_)) {
     const std::string joined = free_text_.substr(free_text_.size() - keep) + vocabulary().bytes_of(c.token);
-    if (probe.accept(std::string_view(joined).substr(c.start)))
+    if (probe.accept(std::string_view(joined).substr(c.start))) {
       probe.rollback(1);
-    else
+    } else {
       free_mask_.words[static_cast<size_t>(c.token) >> 6] &= ~(uint64_t{1} << (c.token & 63));
+      free_refused_.push_back(c.token);
+    }
   }
   return free_mask_;
 }
@@ -269,6 +272,15 @@ const TokenMask& TokenConstraint::allowed_tokens() {
 }
 
 void TokenConstraint::mask_logits(float* logits, int64_t n_vocab) {
+  if (trigger_ && !triggered() && !ended()) {  // free text: only the few refused tokens
+    const TokenMask& free = free_mask();
+    const int64_t n = std::min<int64_t>(n_vocab, vocabulary().n_vocab());
+    for (const int32_t id : free_refused_)
+      if (id < n) logits[id] = -std::numeric_limits<float>::infinity();
+    for (int64_t id = n; id < n_vocab; ++id) logits[id] = -std::numeric_limits<float>::infinity();
+    (void)free;
+    return;
+  }
   const TokenMask& mask = allowed_tokens();
   const int64_t n = std::min<int64_t>(n_vocab, vocabulary().n_vocab());
   for (int64_t id = 0; id < n; ++id)

@@ -156,6 +156,7 @@ class TokenConstraint {
   std::string free_text_;                      // the output's bytes before that token
   std::vector<size_t> free_sizes_;             // bytes per accepted free token, for rollback
   TokenMask free_mask_;
+  std::vector<int32_t> free_refused_;          // the tokens free_mask_ leaves out
 };
 
 }  // namespace nucleus
