@@ -5,8 +5,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer: the same
 #   3. ThreadSanitizer: the concurrency tests only (nucleus_tsan_tests: server load, server API,
 #      async engine), with OpenMP regions capped to one thread (see CMakeLists.txt for why)
-# Measured: 39 minutes on 2 cores from a fresh clone (2026-12-04: release 11.4 min, browser 14 s,
-# ASan/UBSan 23.8 min, TSan 3.9 min), over the ~20-minute budget.
+# Measured: 33 minutes on 2 cores from a fresh clone (2026-12-04: release 10.5 min, browser 13 s,
+# ASan/UBSan 17.5 min with the unit tests in 8 gtest shards, TSan 4.2 min), over the ~20-minute budget.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
