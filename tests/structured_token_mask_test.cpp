@@ -14,22 +14,15 @@
 #include "structured/constraint.h"
 #include "structured/grammar.h"
 #include "structured/token_mask.h"
+#include "llama3_vocabulary.h"
 #include "test_helpers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nucleus {
 namespace {
 
-const Tokenizer& llama3_tokenizer() {
-  static std::unique_ptr<Tokenizer> tokenizer =
-      Tokenizer::from_gguf(*GgufFile::open(test::shared_path("models/test/llama3-f16.gguf")));
-  return *tokenizer;
-}
-
-std::shared_ptr<const VocabularyTrie> llama3_trie() {
-  static auto trie = std::make_shared<const VocabularyTrie>(llama3_tokenizer());
-  return trie;
-}
+using test::llama3_tokenizer;
+using test::llama3_trie;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
