@@ -29,6 +29,7 @@ struct BenchOptions {
   int repetitions = 5;
   bool json = false;
   std::string trace_path;
+  bool profile = false;
 };
 
 std::vector<int64_t> parse_list(const std::string& text, const char* flag) {
@@ -107,6 +108,50 @@ double run_once(Model& model, int64_t depth, int64_t n_prompt, int64_t n_gen, in
   return total;
 }
 
+// The split of a test's forward steps (kernels/step_profile.h): per-step milliseconds and shares.
+nlohmann::json profile_json(const StepProfile& p) {
+  const double steps = static_cast<double>(std::max<int64_t>(1, p.steps));
+  const double step_ms = 1e3 * p.step_seconds / steps;
+  auto share = [&](double seconds) { return p.step_seconds > 0 ? seconds / p.step_seconds : 0.0; };
+  nlohmann::json matmuls = nlohmann::json::array();
+  double matmul_seconds = 0, idle_seconds = 0;
+  for (const auto& [type, m] : p.matmul) {
+    matmul_seconds += m.seconds;
+    idle_seconds += m.idle_thread_seconds / p.n_threads;
+    matmuls.push_back({{"type", ggml_type_name(type)},
+                       {"ms_per_step", 1e3 * m.seconds / steps},
+                       {"share", share(m.seconds)},
+                       {"calls_per_step", static_cast<double>(m.calls) / steps},
+                       {"gb_per_s", m.seconds > 0 ? m.weight_bytes / m.seconds / 1e9 : 0.0},
+                       {"quantize_ms_per_step", 1e3 * m.quantize_seconds / steps},
+                       {"idle_ms_per_step", 1e3 * m.idle_thread_seconds / p.n_threads / steps}});
+  }
+  const double other = std::max(0.0, p.step_seconds - matmul_seconds - p.attention_seconds);
+  return {{"steps", p.steps},
+          {"ms_per_step", step_ms},
+          {"matmul", matmuls},
+          {"attention_ms_per_step", 1e3 * p.attention_seconds / steps},
+          {"attention_share", share(p.attention_seconds)},
+          {"other_ms_per_step", 1e3 * other / steps},
+          {"other_share", share(other)},
+          {"sync_ms_per_step", 1e3 * idle_seconds / steps},
+          {"sync_share", share(idle_seconds)}};
+}
+
+void print_profile(const std::string& test, const nlohmann::json& p) {
+  std::printf("  profile %s: %lld steps, %.3f ms per step\n", test.c_str(), static_cast<long long>(p["steps"].get<int64_t>()),
+              p["ms_per_step"].get<double>());
+  for (const auto& m : p["matmul"])
+    std::printf("    matmul %-6s %9.3f ms %6.1f%% %8.1f GB/s   (activation quantization %.3f ms, threads idle %.3f ms)\n",
+                m["type"].get<std::string>().c_str(), m["ms_per_step"].get<double>(), 100 * m["share"].get<double>(),
+                m["gb_per_s"].get<double>(), m["quantize_ms_per_step"].get<double>(), m["idle_ms_per_step"].get<double>());
+  std::printf("    attention     %9.3f ms %6.1f%%\n", p["attention_ms_per_step"].get<double>(), 100 * p["attention_share"].get<double>());
+  std::printf("    other ops     %9.3f ms %6.1f%%   (norms, rope, KV stores, activations, residuals)\n",
+              p["other_ms_per_step"].get<double>(), 100 * p["other_share"].get<double>());
+  std::printf("    of the matmuls, threads idle (synchronization and imbalance): %.3f ms %.1f%%\n",
+              p["sync_ms_per_step"].get<double>(), 100 * p["sync_share"].get<double>());
+}
+
 std::string now_iso8601() {
   char buf[32];
   const std::time_t t = std::time(nullptr);
@@ -139,9 +184,13 @@ int run_bench(const BenchOptions& options) {
     result.n_prompt = n_prompt;
     result.n_gen = n_gen;
     run_once(model, options.depth, n_prompt, n_gen, n_threads, 12345, nullptr);  // warm-up
+    StepProfile profile;
     for (int r = 0; r < reps; ++r) {
       TestResult* record = r + 1 == reps ? &result : nullptr;
+      // The last repetition is also the profiled one (the clock reads cost well under 1% of a step).
+      if (record && options.profile) model.set_profile(&profile);
       result.seconds.push_back(run_once(model, options.depth, n_prompt, n_gen, n_threads, 777 + static_cast<uint64_t>(r), record));
+      model.set_profile(nullptr);
     }
     const double n_tokens = static_cast<double>(n_prompt + n_gen);
     std::vector<double> ts;
@@ -170,11 +219,13 @@ int run_bench(const BenchOptions& options) {
                           {"compute_fraction", gflop_per_s / peak.gflop_per_s},
                           {"isa", isa_name(model.kernels().isa)},
                           {"test_time", now_iso8601()}};
+    if (options.profile) row["profile"] = profile_json(profile);
     results.push_back(row);
     traces[name] = result.trace;
     if (!options.json)
       std::printf("%-14s %8.2f ± %-5.2f %10.2f %10.2f %7.1f%% %7.1f%%\n", name.c_str(), mean(ts), stddev(ts), gb_per_s,
                   gflop_per_s, 100.0 * gb_per_s / peak.read_gb_per_s, 100.0 * gflop_per_s / peak.gflop_per_s);
+    if (options.profile && !options.json) print_profile(name, row["profile"]);
     std::fflush(stdout);
   }
   if (options.json) std::printf("%s\n", results.dump(2).c_str());
@@ -214,6 +265,9 @@ Runner add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", options->json, "print a JSON array (llama-bench field names plus ours)");
   cmd->add_option("--trace", options->trace_path, "write every forward step (tokens, FLOPs, bytes, seconds) as JSON");
+  cmd->add_flag("--profile", options->profile,
+                "split each test's steps into matmul time per weight type (with activation quantization and idle "
+                "threads), attention and the other operators");
   return [options, chosen] { return *chosen ? (*chosen)() : run_bench(*options); };
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/kquant_tile.h"
 #include "kernels/packed_dot.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/tile_f16.h"
@@ -44,6 +45,9 @@ struct DotKernels {
   // Several F16 rows × several tokens per call (kernels/tile_f16.h), bit-identical to dot_f16_f32;
   // nullptr where a table has none (matmul then uses dotn_f16_f32 row by row).
   F16TileKernel tile_f16_f32 = nullptr;
+  // Two K-quant rows × up to four tokens per call (kernels/kquant_tile.h), bit-identical to
+  // dot_q*_K_q8_K; nullptr where a table has none (matmul then uses the dotn/dot kernels).
+  KQuantTileKernels tile_q4_K = {}, tile_q5_K = {}, tile_q6_K = {};
 };
 constexpr int kDotTokens = 8;  // tokens per multi-token dot call at most
 

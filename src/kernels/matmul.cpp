@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -136,6 +137,29 @@ bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
 
 namespace {
 
+// body(task, thread) for tasks [0, n_tasks), on a team of n_threads when `parallel` (OpenMP; dynamic
+// hands out one task at a time, static gives each thread one contiguous share). While profiling,
+// each thread's time inside its tasks is added to scratch.busy_seconds.
+template <class Body>
+void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, MatmulScratch& scratch, Body&& body) {
+  std::vector<double>* busy = scratch.profile ? &scratch.busy_seconds : nullptr;
+  auto task = [&](int64_t t, int thread) {
+    if (!busy) return body(t, thread);
+    const auto start = std::chrono::steady_clock::now();
+    body(t, thread);
+    (*busy)[static_cast<size_t>(thread)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (!parallel) {
+    for (int64_t t = 0; t < n_tasks; ++t) task(t, 0);
+  } else if (dynamic) {
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int64_t t = 0; t < n_tasks; ++t) task(t, omp_get_thread_num());
+  } else {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+    for (int64_t t = 0; t < n_tasks; ++t) task(t, omp_get_thread_num());
+  }
+}
+
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
 constexpr int64_t kF16RowTile = 48;  // the same for F16 tiles: a multiple of every f16_tile_rows()
 
@@ -192,13 +216,81 @@ void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f
 
 namespace {
 
+// The K-quant tile kernels for n_tokens tokens, or null where the row kernels do better. Measured
+// (kernels_bench gemm, one thread, Zen 5): the tiles win for Q5_K at every token count (it has no
+// multi-token row kernel), and for Q4_K and Q6_K once a prepared row pair serves enough token groups.
+const KQuantTileKernels* kquant_tile_kernels(const DotKernels& kernels, GgmlType type, int64_t n_tokens) {
+  constexpr int64_t kMinTokensOverRowKernels = 16;
+  const KQuantTileKernels* k = nullptr;
+  bool row_kernel = false;
+  switch (type) {
+    case GgmlType::Q4_K: k = &kernels.tile_q4_K, row_kernel = kernels.dotn_q4_K_q8_K != nullptr; break;
+    case GgmlType::Q5_K: k = &kernels.tile_q5_K; break;
+    case GgmlType::Q6_K: k = &kernels.tile_q6_K, row_kernel = kernels.dotn_q6_K_q8_K != nullptr; break;
+    default: return nullptr;
+  }
+  if (!k->direct || n_tokens < 2 || (row_kernel && n_tokens < kMinTokensOverRowKernels)) return nullptr;
+  return k;
+}
+
+constexpr int64_t kPreparedRowTile = 32;  // rows per task when prepared: 16 row pairs' blocks stay in L2
+
+// K-quant weights, several tokens (kernels/kquant_tile.h): tasks of rows; within a task, groups of
+// four tokens (kept in L1) run past the task's rows two at a time. With more than one group, each
+// row pair is unpacked once into the thread's prepared buffer and every group reads it from there.
+void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w, const MatmulActivations& a,
+                         int64_t n_tokens, float* y, bool parallel, int n_threads, MatmulScratch& scratch) {
+  const int64_t m = w.n_rows, n_blocks = w.n_cols / kQK_K;
+  const int64_t padded = (n_tokens + kKQuantTileTokens - 1) / kKQuantTileTokens * kKQuantTileTokens;
+  scratch.q8_K_sub_sums.assign(static_cast<size_t>(n_blocks * padded * 8), 0);
+  scratch.q8_K_d.assign(static_cast<size_t>(n_blocks * padded), 0.0f);
+  fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data());
+  const KQuantTileActivations x{a.q8_K, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data(), n_blocks, padded};
+  const bool prepare = n_tokens > kKQuantTileTokens;
+  const int64_t rows_per_task = prepare ? kPreparedRowTile : kRowTile;
+  const size_t row_bytes = static_cast<size_t>(n_blocks) * kKQuantPreparedBlockBytes;
+  if (prepare) {
+    scratch.kquant_prepared.resize(static_cast<size_t>(parallel ? n_threads : 1));
+    for (auto& buffer : scratch.kquant_prepared) buffer.resize(row_bytes * kPreparedRowTile + 64);
+  }
+  const int64_t n_tiles = (m + rows_per_task - 1) / rows_per_task;
+  auto run_tile = [&](int64_t tile, int thread) {
+    const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
+    uint8_t* prepared = nullptr;
+    if (prepare) {
+      uint8_t* base = scratch.kquant_prepared[static_cast<size_t>(thread)].data();
+      prepared = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+      for (int64_t r = r_begin; r < r_end; ++r)
+        kernels.prepare(w.row(r), n_blocks, prepared + static_cast<size_t>(r - r_begin) * row_bytes);
+    }
+    float out[kKQuantTileRows * kKQuantTileTokens];
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kKQuantTileTokens) {
+      const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, n_tokens - t0));
+      for (int64_t r = r_begin; r < r_end; r += kKQuantTileRows) {
+        const bool pair = r + 1 < r_end;
+        if (prepare) {
+          const uint8_t* row0 = prepared + static_cast<size_t>(r - r_begin) * row_bytes;
+          kernels.prepared(row0, pair ? row0 + row_bytes : row0, x, t0, n, out);
+        } else {
+          kernels.direct(w.row(r), w.row(pair ? r + 1 : r), x, t0, n, out);
+        }
+        for (int j = 0; j < n; ++j) {
+          y[(t0 + j) * m + r] = out[j];
+          if (pair) y[(t0 + j) * m + r + 1] = out[kKQuantTileTokens + j];
+        }
+      }
+    }
+  };
+  run_tasks(n_tiles, parallel, n_threads, /*dynamic=*/true, scratch, run_tile);
+}
+
 // Packed Q4_0 / Q8_0 weights: each task is one group of 16 rows, which runs the tokens through in
 // tiles of kPackTokens so every weight block loaded serves the whole tile from registers.
 void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens, float* y,
-                   bool parallel, int n_threads) {
+                   bool parallel, int n_threads, MatmulScratch& scratch) {
   const PackedActivations x{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_sum, p.n_blocks};
   const int64_t m = p.n_rows;
-  auto run_group = [&](int64_t g) {
+  auto run_group = [&](int64_t g, int) {
     alignas(64) float out[kPackTokens * kPackRows];
     const int64_t r0 = g * kPackRows;
     const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, m - r0));
@@ -208,34 +300,33 @@ void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulAc
       for (int t = 0; t < n; ++t) std::copy(out + t * kPackRows, out + t * kPackRows + n_valid, y + (t0 + t) * m + r0);
     }
   };
-  if (!parallel) {
-    for (int64_t g = 0; g < p.n_groups; ++g) run_group(g);
-    return;
-  }
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int64_t g = 0; g < p.n_groups; ++g) run_group(g);
+  run_tasks(p.n_groups, parallel, n_threads, /*dynamic=*/false, scratch, run_group);
 }
 
 }  // namespace
 
-void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-            int n_threads, MatmulScratch& scratch) {
+namespace {
+
+void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                 int n_threads, bool parallel, MatmulScratch& scratch) {
   const int64_t k = w.n_cols, m = w.n_rows;
-  if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
-  // Small products stay on one thread: waking a team costs more than the work.
-  const bool parallel = n_threads > 1 && m * k * n_tokens >= kMinParallelWork;
+  const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const MatmulActivations a = prepare_activations(w.type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
+  if (scratch.profile)
+    scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (w.packed) {
     const PackedGroupKernel kernel = w.type == GgmlType::Q4_0 ? kernels.packed_q4_0 : kernels.packed_q8_0;
-    if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads);
+    if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
   }
+  if (const KQuantTileKernels* tiles = kquant_tile_kernels(kernels, w.type, n_tokens))
+    return matmul_kquant_tiles(*tiles, w, a, n_tokens, y, parallel, n_threads, scratch);
   if (n_tokens == 1) {
-    if (!parallel) {  // not even a team of one: entering OpenMP costs microseconds per call
-      for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);
-      return;
-    }
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t r = 0; r < m; ++r) y[r] = dot_row(kernels, w, r, a, 0);
+    // One contiguous share of the rows per thread (not even a team of one when not parallel:
+    // entering OpenMP costs microseconds per call).
+    const int n_shares = parallel ? n_threads : 1;
+    run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+      for (int64_t r = m * share / n_shares; r < m * (share + 1) / n_shares; ++r) y[r] = dot_row(kernels, w, r, a, 0);
+    });
     return;
   }
   // Several tokens: tiles of rows; within a tile, groups of up to kDotTokens tokens share each
@@ -251,7 +342,7 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
   // the one-row-at-a-time path) — the tokens past the first group re-read the task's rows from L2.
   const int64_t n_groups = (n_tokens + kDotTokens - 1) / kDotTokens;
   const int64_t group_size = (n_tokens + n_groups - 1) / n_groups;
-  auto run_tile = [&](int64_t tile) {
+  auto run_tile = [&](int64_t tile, int) {
     const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size) {
       const int n = static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0));
@@ -269,12 +360,33 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
       }
     }
   };
-  if (!parallel) {
-    for (int64_t tile = 0; tile < n_tiles; ++tile) run_tile(tile);
-    return;
+  run_tasks(n_tiles, parallel, n_threads, /*dynamic=*/true, scratch, run_tile);
+}
+
+}  // namespace
+
+void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+            int n_threads, MatmulScratch& scratch) {
+  if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
+  // Small products stay on one thread: waking a team costs more than the work.
+  const bool parallel = n_threads > 1 && w.n_rows * w.n_cols * n_tokens >= kMinParallelWork;
+  if (!scratch.profile) return matmul_with(kernels, w, x, n_tokens, y, n_threads, parallel, scratch);
+  scratch.busy_seconds.assign(static_cast<size_t>(std::max(1, n_threads)), 0.0);
+  scratch.quantize_seconds = 0;
+  const auto start = std::chrono::steady_clock::now();
+  matmul_with(kernels, w, x, n_tokens, y, n_threads, parallel, scratch);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  StepProfile::Matmuls& entry = scratch.profile->matmul[w.type];
+  entry.seconds += seconds;
+  entry.quantize_seconds += scratch.quantize_seconds;
+  entry.calls += 1;
+  entry.weight_bytes += static_cast<double>(w.bytes());
+  if (parallel) {
+    double busy = 0;
+    for (double b : scratch.busy_seconds) busy += b;
+    entry.idle_thread_seconds += std::max(0.0, n_threads * (seconds - scratch.quantize_seconds) - busy);
+    scratch.profile->n_threads = std::max(scratch.profile->n_threads, n_threads);
   }
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-  for (int64_t tile = 0; tile < n_tiles; ++tile) run_tile(tile);
 }
 
 }  // namespace nucleus

@@ -7,6 +7,7 @@
 #include "io/ggml_type.h"
 #include "kernels/dot.h"
 #include "kernels/packed_rows.h"
+#include "kernels/step_profile.h"
 
 namespace nucleus {
 
@@ -33,6 +34,12 @@ struct WeightMatrix {
 struct MatmulScratch {
   std::vector<BlockQ8_0> q8_0;  // [n_tokens, n_cols / 32]
   std::vector<BlockQ8_K> q8_K;  // [n_tokens, n_cols / 256]
+  std::vector<int16_t> q8_K_sub_sums;  // [n_cols / 256, n_tokens rounded up to 4, 8] (K-quant tiles)
+  std::vector<float> q8_K_d;           // [n_cols / 256, n_tokens rounded up to 4]
+  std::vector<std::vector<uint8_t>> kquant_prepared;  // per thread: a task's row pairs, unpacked (kquant_tile.h)
+  StepProfile* profile = nullptr;     // when set, each call adds its time (kernels/step_profile.h)
+  std::vector<double> busy_seconds;   // per thread, while profiling
+  double quantize_seconds = 0;        // the last call's activation quantization, while profiling
   std::vector<float> q8_0_scale;  // [n_tokens, n_cols / 32] each Q8_0 block's d as f32 (packed kernels)
   std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
   std::vector<int32_t> q8_0_chunk_sum;  // [n_tokens, n_cols / 32, 8] Σ of each 4 consecutive quants

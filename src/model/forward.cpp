@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -100,6 +101,17 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   n_threads = std::max(1, n_threads);
   if (!scratch_) scratch_ = std::make_shared<Scratch>();
   Scratch& s = *scratch_;
+  s.matmul.profile = profile_;
+  // While profiling: the whole step's wall time, added when the step ends (however it ends).
+  struct StepTimer {
+    StepProfile* profile;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~StepTimer() {
+      if (!profile) return;
+      profile->step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      profile->steps += 1;
+    }
+  } step_timer{profile_};
   int32_t max_pos = 0;
   for (int32_t p : batch.positions) max_pos = std::max(max_pos, p);
   const int64_t n_positions_max = max_pos + 1;
@@ -249,12 +261,15 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       a.scores = &s.scores[static_cast<size_t>(thread * group_max * n_positions_max)];
       (kv_f16 ? ops.attention_f16 : ops.attention)(a);
     };
+    const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (parallel_attention) {
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic)
       for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
     } else {
       for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
     }
+    if (profile_)
+      profile_->attention_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - attention_start).count();
     matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
     add_sub_block(L.post_attention_norm);
 

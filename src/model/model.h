@@ -83,6 +83,8 @@ class Model {
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n_threads);
 
   void set_kernels(const DotKernels& kernels) { kernels_ = &kernels; }
+  // While set, every forward step adds where its time went (kernels/step_profile.h); null stops it.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
   const DotKernels& kernels() const { return *kernels_; }
 
  private:
@@ -98,6 +100,7 @@ class Model {
   const DotKernels* kernels_ = nullptr;
   std::vector<float> ones_;  // [max head_dim] the weight of an unweighted RMS norm (Gemma 4's V-norm)
   std::shared_ptr<Scratch> scratch_;
+  StepProfile* profile_ = nullptr;
   bool weights_moved_ = false;
 };
 
