@@ -35,21 +35,23 @@ struct Problem {
   int64_t k, rows;
   std::vector<uint8_t> stored;
   WeightMatrix w;
-  std::vector<float> x;  // [33, k]
-  std::vector<float> reference;  // [33, rows]
+  int64_t n_tokens;
+  std::vector<float> x;          // [n_tokens, k]
+  std::vector<float> reference;  // [n_tokens, rows]
   static constexpr int64_t kTokens = 33;
 
-  Problem(GgmlType type, int64_t n_blocks, int64_t n_rows, uint32_t seed) : k(n_blocks * kQK_K), rows(n_rows) {
+  Problem(GgmlType type, int64_t n_blocks, int64_t n_rows, uint32_t seed, int64_t tokens = kTokens)
+      : k(n_blocks * kQK_K), rows(n_rows), n_tokens(tokens) {
     const size_t row_bytes = ggml_row_size(type, k);
     stored.resize(row_bytes * static_cast<size_t>(rows));
     const auto values = normal_values(static_cast<size_t>(k * rows), seed);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data() + r * k, stored.data() + r * row_bytes, k);
     w.type = type, w.data = stored.data(), w.n_cols = k, w.n_rows = rows, w.row_bytes = row_bytes;
-    x = normal_values(static_cast<size_t>(kTokens * k), seed + 1);
+    x = normal_values(static_cast<size_t>(n_tokens * k), seed + 1);
     MatmulScratch scratch;
-    const MatmulActivations a = prepare_activations(type, x.data(), kTokens, k, scratch);
-    reference.resize(static_cast<size_t>(kTokens * rows));
-    for (int64_t t = 0; t < kTokens; ++t)
+    const MatmulActivations a = prepare_activations(type, x.data(), n_tokens, k, scratch);
+    reference.resize(static_cast<size_t>(n_tokens * rows));
+    for (int64_t t = 0; t < n_tokens; ++t)
       for (int64_t r = 0; r < rows; ++r) reference[t * rows + r] = dot_row(scalar_dot_kernels(), w, r, a, t);
   }
 };
@@ -107,7 +109,7 @@ TEST_P(KQuantTiles, DirectAndPreparedKernelsEqualTheScalarDotBitForBit) {
 
 TEST_P(KQuantTiles, MatmulEqualsTheScalarDotForEveryTokenCount) {
   // 37 rows: a partial last row tile and a lone last row; 1 and 2 threads; every token count 1..33
-  // (row kernels below 16 tokens for Q4_K/Q6_K, direct and prepared tiles above).
+  // (row kernels below 16 tokens for Q4_K, direct and prepared tiles for Q5_K).
   const auto [type, n_blocks] = GetParam();
   const int64_t rows = 37;
   Problem problem(type, n_blocks, rows, 70 + static_cast<uint32_t>(n_blocks));
@@ -119,6 +121,22 @@ TEST_P(KQuantTiles, MatmulEqualsTheScalarDotForEveryTokenCount) {
       int mismatches = 0;
       for (int64_t i = 0; i < n_tokens * rows; ++i) mismatches += !same_bits(y[i], problem.reference[i]);
       EXPECT_EQ(mismatches, 0) << ggml_type_name(type) << ", " << n_tokens << " tokens, " << threads << " threads";
+    }
+  }
+}
+
+TEST(KQuantTileMatmul, ManyTokensOfEveryTypeEqualTheScalarDot) {
+  // Past every type's threshold (Q6_K takes the tiles from 128 tokens): 130 tokens, 5 rows.
+  if (!cpu_supports(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI (the tiles are in the AVX-512 table only)";
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    Problem problem(type, 2, 5, 90, 130);
+    MatmulScratch scratch;
+    std::vector<float> y(static_cast<size_t>(problem.n_tokens * problem.rows));
+    for (int threads : {1, 2}) {
+      matmul(avx512_dot_kernels(), problem.w, problem.x.data(), problem.n_tokens, y.data(), threads, scratch);
+      int mismatches = 0;
+      for (size_t i = 0; i < y.size(); ++i) mismatches += !same_bits(y[i], problem.reference[i]);
+      EXPECT_EQ(mismatches, 0) << ggml_type_name(type) << ", " << threads << " threads";
     }
   }
 }
