@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "explain/explainer.h"
+#include "explain/repetition.h"
 #include "server_test_harness.h"
 
 namespace nucleus::test {
@@ -100,6 +101,11 @@ TEST_F(ExplainerApiTest, InfoNamesTheDefaultContextAndProposers) {
   EXPECT_EQ(r.json["default_context"], "Once upon a time");
   EXPECT_EQ(r.json["n_vocab"], 512);
   EXPECT_EQ(r.json["proposers"], json({"ngram", "self"}));  // no --draft
+  // No speed model given: the speed panels run on the served model.
+  EXPECT_TRUE(r.json["speed_model"]["same_as_served"].get<bool>());
+  EXPECT_FALSE(r.json["speed_model"]["random_weights"].get<bool>());
+  EXPECT_EQ(r.json["speed_model"]["n_layer"], 5);
+  EXPECT_GT(r.json["speed_model"]["weight_bytes"].get<double>(), 0.0);
 }
 
 TEST_F(ExplainerApiTest, DistributionRawProbabilitiesAreSortedAndEverythingIsKeptByDefault) {
@@ -298,13 +304,163 @@ TEST_F(ExplainerApiTest, BatchingCurveRunsInTheBackgroundAndIsCached) {
   expect_error("/explain/batching", {{"gen_tokens", 1}}, 400, "gen_tokens");
 }
 
+TEST_F(ExplainerApiTest, DegenerationComparesGreedyBeamAndSamplingWithRepetitionMeasures) {
+  const json d = ok("/explain/degeneration", {{"context", "Once upon a time"}, {"max_tokens", 48}, {"num_beams", 3}, {"seed", 5}});
+  ASSERT_EQ(d["outputs"].size(), 3u);
+  EXPECT_EQ(d["outputs"][0]["method"], "greedy");
+  EXPECT_EQ(d["outputs"][1]["method"], "beam");
+  EXPECT_EQ(d["outputs"][2]["method"], "sampling");
+  EXPECT_EQ(d["seed"], 5);
+  for (const json& o : d["outputs"]) {
+    const json& r = o["repetition"];
+    EXPECT_EQ(r["num_tokens"], o["tokens"].size());
+    ASSERT_EQ(o["pieces"].size(), o["tokens"].size());
+    EXPECT_LE(o["tokens"].size(), 48u);
+    EXPECT_GE(r["repeated_4gram_share"].get<double>(), 0.0);
+    EXPECT_LE(r["repeated_4gram_share"].get<double>(), 1.0);
+    EXPECT_LE(r["distinct_2"].get<double>(), 1.0);
+    // The measures are those of the returned tokens.
+    const explain::RepetitionMeasures m = explain::measure_repetition(o["tokens"].get<std::vector<int32_t>>());
+    EXPECT_DOUBLE_EQ(r["repeated_4gram_share"].get<double>(), m.repeated_4gram_share);
+    EXPECT_EQ(r["longest_loop"], m.longest_loop);
+  }
+  // Greedy is the argmax chain: it starts like /explain/continuations' greedy and repeats exactly.
+  const json c = ok("/explain/continuations", {{"context", "Once upon a time"}, {"max_tokens", 4}, {"num_beams", 1}});
+  EXPECT_EQ(d["outputs"][0]["tokens"][0], c["greedy"]["tokens"][0]);
+  const json again = ok("/explain/degeneration", {{"context", "Once upon a time"}, {"max_tokens", 48}, {"num_beams", 3}, {"seed", 5}});
+  EXPECT_EQ(again["outputs"], d["outputs"]);
+  expect_error("/explain/degeneration", {{"num_beams", 9}}, 400, "num_beams");
+  expect_error("/explain/degeneration", {{"max_tokens", 0}}, 400, "max_tokens");
+}
+
+TEST_F(ExplainerApiTest, SchedulesServeTheWorkloadContinuouslyInFewerStepsThanStatically) {
+  const std::vector<int64_t> lengths = {24, 3, 5, 20, 4, 6, 18, 2};
+  const json s = ok("/explain/schedules", {{"gen_lengths", lengths}, {"max_batch", 4}, {"prompt_tokens", 4}});
+  for (const char* mode : {"continuous", "static"}) {
+    const json& run = s[mode];
+    ASSERT_EQ(run["requests"].size(), lengths.size()) << mode;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const json& r = run["requests"][i];
+      EXPECT_EQ(r["gen_tokens"], lengths[i]);
+      EXPECT_LT(r["slot"].get<int64_t>(), 4);
+      EXPECT_LT(r["admitted_seconds"].get<double>(), r["finished_seconds"].get<double>()) << mode << " request " << i;
+      // No two requests hold one slot at once.
+      for (size_t j = 0; j < i; ++j) {
+        const json& o = run["requests"][j];
+        if (o["slot"] != r["slot"]) continue;
+        EXPECT_TRUE(o["finished_seconds"].get<double>() <= r["admitted_seconds"].get<double>() ||
+                    r["finished_seconds"].get<double>() <= o["admitted_seconds"].get<double>())
+            << mode << " requests " << j << " and " << i;
+      }
+    }
+    for (const json& step : run["steps"]) EXPECT_LE(step["num_running"].get<int64_t>(), 4);
+    EXPECT_GT(run["mean_occupancy"].get<double>(), 0.0);
+    EXPECT_LE(run["mean_occupancy"].get<double>(), 1.0 + 1e-9);
+  }
+  // Static: each group of 4 runs as long as its longest request (24 + 18 steps; the prefill step
+  // yields each request's first token); continuous refills freed slots, needing fewer steps.
+  EXPECT_EQ(s["static"]["steps"].size(), 24u + 18u);
+  EXPECT_LT(s["continuous"]["steps"].size(), s["static"]["steps"].size());
+  // Static batching admits request 5 only once the whole first group has finished.
+  double first_group_end = 0;
+  for (size_t i = 0; i < 4; ++i) first_group_end = std::max(first_group_end, s["static"]["requests"][i]["finished_seconds"].get<double>());
+  EXPECT_GE(s["static"]["requests"][4]["admitted_seconds"].get<double>(), first_group_end);
+  expect_error("/explain/schedules", {{"gen_lengths", {0}}}, 400, "gen_lengths");
+  expect_error("/explain/schedules", {{"max_batch", 0}}, 400, "max_batch");
+}
+
+TEST_F(ExplainerApiTest, KvMemoryFitsMoreRequestsPagedThanContiguous) {
+  // stories260K: 5 layers × kv_dim 32 × K and V × 4 bytes = 1280 bytes per token, 20480 per block of 16;
+  // 1 MiB holds 51 blocks = 816 positions.
+  const json m = ok("/explain/kv_memory", {{"lengths", {20, 40}}, {"kv_cache_mib", 1}, {"max_model_len", 128}});
+  EXPECT_EQ(m["block_size"], 16);
+  EXPECT_EQ(m["bytes_per_block"], 20480);
+  EXPECT_EQ(m["num_blocks"], 51);
+  // Paged: 2 + 3 blocks per pair of requests: 10 pairs take 50 blocks, the 21st request needs 2.
+  EXPECT_EQ(m["paged"]["requests"], 20);
+  EXPECT_EQ(m["paged"]["tokens"], 10 * 60);
+  EXPECT_EQ(m["paged"]["wasted_tokens"], 10 * (12 + 8));
+  int64_t used = 0;
+  for (const json& owner : m["paged"]["block_owner"]) used += owner.get<int64_t>() >= 0;
+  EXPECT_EQ(used, 50);
+  // Contiguous: floor(816 / 128) reservations of 128 positions.
+  EXPECT_EQ(m["contiguous"]["requests"], 6);
+  EXPECT_EQ(m["contiguous"]["reserved_tokens"], 6 * 128);
+  EXPECT_EQ(m["contiguous"]["tokens"], 3 * 60);
+  expect_error("/explain/kv_memory", {{"lengths", {0}}}, 400, "lengths");
+  expect_error("/explain/kv_memory", {{"lengths", {200}}, {"max_model_len", 128}}, 400, "lengths");
+}
+
+TEST_F(ExplainerApiTest, SpeedPanelsAnswer409WhileAMeasurementRuns) {
+  // A curve long enough to be running when the next requests arrive (they follow the 202 at once).
+  const json request = {{"batch_sizes", {1, 16, 64}}, {"prompt_tokens", 64}, {"gen_tokens", 128}};
+  const HttpResult started = post_json(server_->port(), "/explain/batching", request);
+  ASSERT_EQ(started.status, 202) << started.body;
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/explain/trace", {{"max_tokens", 4}}},
+           {"/explain/speculative", {{"max_tokens", 4}}},
+           {"/explain/schedules", {{"gen_lengths", {2, 3}}}},
+           {"/explain/batching", {{"batch_sizes", {1}}}}}) {
+    const HttpResult busy = post_json(server_->port(), path, body);
+    EXPECT_EQ(busy.status, 409) << path << ": " << busy.body;
+    EXPECT_EQ(busy.json["error"]["code"], "busy") << busy.body;
+  }
+  // The same curve again is its progress, not a conflict; panel 1 is not a speed panel.
+  EXPECT_EQ(post_json(server_->port(), "/explain/batching", request).status, 202);
+  ok("/explain/distribution", {{"context", "Once upon a time"}});
+  json status;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = get(server_->port(), "/explain/batching").json;
+  } while (status["state"] == "running" && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(status["state"], "done") << status.dump();
+  ok("/explain/trace", {{"max_tokens", 4}});  // the slot is free again
+}
+
+TEST(ExplainerRepetition, CountsRepeatedFourGramsDistinctBigramsAndTheLongestLoop) {
+  // "a b c a b c a b": 4-grams abca bcab cabc abca(again) bcab(again) → 2 of 5 repeated.
+  const std::vector<int32_t> loop = {1, 2, 3, 1, 2, 3, 1, 2};
+  const explain::RepetitionMeasures m = explain::measure_repetition(loop);
+  EXPECT_EQ(m.num_tokens, 8);
+  EXPECT_DOUBLE_EQ(m.repeated_4gram_share, 2.0 / 5.0);
+  EXPECT_DOUBLE_EQ(m.distinct_2, 3.0 / 7.0);  // ab bc ca
+  EXPECT_EQ(m.longest_loop, 5);  // "a b c a b" at 0 and again at 3 (overlapping)
+  EXPECT_EQ(m.loop_period, 3);
+  EXPECT_EQ(m.loop_start, 0);
+
+  const std::vector<int32_t> fresh = {1, 2, 3, 4, 5, 6};
+  const explain::RepetitionMeasures f = explain::measure_repetition(fresh);
+  EXPECT_EQ(f.repeated_4gram_share, 0.0);
+  EXPECT_EQ(f.distinct_2, 1.0);
+  EXPECT_EQ(f.longest_loop, 0);
+
+  // "x the the the y": "the the" at 1 and at 2.
+  const std::vector<int32_t> stutter = {9, 7, 7, 7, 8};
+  const explain::RepetitionMeasures s = explain::measure_repetition(stutter);
+  EXPECT_EQ(s.longest_loop, 2);
+  EXPECT_EQ(s.loop_period, 1);
+  EXPECT_EQ(s.loop_start, 1);
+
+  // A phrase the text comes back to, not back to back: "5 6 7" at 1 and at 6.
+  const std::vector<int32_t> phrase = {1, 5, 6, 7, 2, 3, 5, 6, 7, 4};
+  const explain::RepetitionMeasures p = explain::measure_repetition(phrase);
+  EXPECT_EQ(p.longest_loop, 3);
+  EXPECT_EQ(p.loop_start, 1);
+  EXPECT_EQ(p.loop_period, 5);
+
+  EXPECT_EQ(explain::measure_repetition(std::vector<int32_t>{}).num_tokens, 0);
+  EXPECT_EQ(explain::measure_repetition(std::vector<int32_t>{4, 4}).longest_loop, 1);
+}
+
 TEST_F(ExplainerApiTest, ServesTheEmbeddedPage) {
   const HttpResult page = get(server_->port(), "/");
   ASSERT_EQ(page.status, 200);
   EXPECT_NE(page.body.find("nucleus explainer"), std::string::npos);
   EXPECT_NE(page.body.find("/explainer/app.js"), std::string::npos);
   for (const char* file : {"app.js", "api.js", "charts.js", "style.css", "panel_distribution.js", "panel_roofline.js",
-                           "panel_speculative.js", "panel_batching.js"}) {
+                           "panel_speculative.js", "panel_batching.js", "panel_degeneration.js", "trace_player.js",
+                           "speculative_theory.js", "panel_schedules.js", "panel_kv_memory.js"}) {
     const HttpResult asset = get(server_->port(), std::string("/explainer/") + file);
     EXPECT_EQ(asset.status, 200) << file;
     EXPECT_FALSE(asset.body.empty()) << file;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -34,8 +35,20 @@ struct ServeOptions {
   std::string tool_call_parser = "auto";
   std::string reasoning_format = "deepseek";
   SpeculationFlags speculation;  // --draft / --spec / --gamma: completions and the explainer's panel
+  std::string speed_model = "auto";  // the explainer's speed panels' model (explain/explainer.h)
   int n_threads = 0;
 };
+
+// The file scripts/setup.sh writes with `nucleus synth` (random weights, big enough to be memory-bound).
+constexpr const char* kDefaultSpeedModel = "models/speed-model.gguf";
+
+// --speed-model: "auto" is the setup script's file when it exists (else the served model), "served"
+// the served model, anything else a model file.
+std::string speed_model_path(const std::string& flag) {
+  if (flag == "served") return "";
+  if (flag != "auto") return flag;
+  return std::filesystem::exists(kDefaultSpeedModel) ? kDefaultSpeedModel : "";
+}
 
 std::string model_name_from_path(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
@@ -113,7 +126,11 @@ int run_serve(const ServeOptions& options) {
     explainer_config.n_threads = engine_config.n_threads;
     explainer_config.weights_from = loaded.model.get();
     explainer_config.draft_weights_from = proposers ? proposers->draft_model() : nullptr;  // one draft in memory
+    explainer_config.speed_model_path = speed_model_path(options.speed_model);
     explainer = std::make_unique<explain::Explainer>(explainer_config);
+    const explain::SpeedModelInfo& speed = explainer->speed_model();
+    std::fprintf(stderr, "nucleus serve: explainer speed panels on %s (%.0f MB of %s weights)\n", speed.path.c_str(),
+                 speed.weight_bytes / 1e6, speed.weight_type.c_str());
 
     server::ServedModel served;
     served.engine = engine.get();
@@ -182,6 +199,9 @@ Runner add_serve_command(CLI::App& app) {
   command->add_option("--reasoning-format", options->reasoning_format,
                       "deepseek: a thinking model's <think> block goes to reasoning_content; none: it stays in content");
   command->add_option("-t,--threads", options->n_threads, "compute threads (default: all cores)");
+  command->add_option("--speed-model", options->speed_model,
+                      std::string("the explainer's roofline, speculative and batching panels' model: a file, 'served', or 'auto' (") +
+                          kDefaultSpeedModel + " when it exists, written by scripts/setup.sh; else the served model)");
   // Speculative decoding for every completion (and the explainer's panel's draft model).
   add_speculation_flags(*command, options->speculation);
   return [options] { return run_serve(*options); };

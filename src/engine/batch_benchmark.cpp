@@ -9,6 +9,13 @@
 
 namespace nucleus {
 
+std::vector<int32_t> random_prompt(int64_t n_prompt, int64_t n_vocab, int64_t index) {
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < n_prompt; ++i)
+    prompt.push_back(static_cast<int32_t>(splitmix64(static_cast<uint64_t>(index * 100003 + i)) % static_cast<uint64_t>(n_vocab)));
+  return prompt;
+}
+
 BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t batch) {
   if (batch < 1 || o.n_prompt < 1 || o.n_gen < 1) throw Error("batch benchmark: batch, prompt and gen must be ≥ 1");
   EngineConfig config;
@@ -24,9 +31,7 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
   std::vector<double> first(static_cast<size_t>(batch), -1.0), last(static_cast<size_t>(batch), 0.0);
   std::vector<int64_t> ids;
   for (int64_t b = 0; b < batch; ++b) {
-    std::vector<int32_t> prompt;
-    for (int64_t i = 0; i < o.n_prompt; ++i)
-      prompt.push_back(static_cast<int32_t>(splitmix64(static_cast<uint64_t>(b * 100003 + i)) % static_cast<uint64_t>(n_vocab)));
+    std::vector<int32_t> prompt = random_prompt(o.n_prompt, n_vocab, b);
     RequestOptions ro;
     ro.sampling.temperature = 0.0f;
     ro.stop.max_tokens = static_cast<int32_t>(o.n_gen);

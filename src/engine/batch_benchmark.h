@@ -28,6 +28,10 @@ struct BatchPoint {
   double seconds = 0.0;      // the whole run
 };
 
+// A benchmark prompt: n_prompt token ids drawn from [0, n_vocab) by a seeded hash, request `index`
+// getting its own (reproducible) stream. Shared with the explainer's batching schedules.
+std::vector<int32_t> random_prompt(int64_t n_prompt, int64_t n_vocab, int64_t index);
+
 // Throws Error unless batch ≥ 1, n_prompt ≥ 1 and n_gen ≥ 1.
 BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& config, int64_t batch);
 

@@ -1,6 +1,8 @@
 #include "explain/batching_curve.h"
 
 #include <exception>
+#include <memory>
+#include <string>
 
 namespace nucleus::explain {
 
@@ -19,24 +21,26 @@ BatchingCurve::~BatchingCurve() {
   if (worker_.joinable()) worker_.join();
 }
 
-bool BatchingCurve::start(const BatchingCurveRequest& request, BatchingCurveStatus& status) {
+BatchingCurveStatus BatchingCurve::start(const BatchingCurveRequest& request) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (status_.state == BatchingCurveState::running) {
-    status = status_;
-    return status_.request == request;
+  if (status_.request == request && status_.state == BatchingCurveState::running) return status_;
+  if (status_.request == request && status_.state == BatchingCurveState::done) {
+    BatchingCurveStatus cached = status_;
+    cached.cached = true;
+    return cached;
   }
-  if (status_.state == BatchingCurveState::done && status_.request == request) {
-    status = status_;
-    status.cached = true;
-    return true;
-  }
-  if (worker_.joinable()) worker_.join();  // the previous run has finished (state is not running)
+  // A run still marked running may have released the slot already but not yet taken mutex_ to
+  // finish; it counts as busy (joining it here, under mutex_, would deadlock).
+  if (status_.state == BatchingCurveState::running)
+    throw MeasurementBusy("another batching curve is being measured (" + std::to_string(status_.points.size()) + " of " +
+                          std::to_string(status_.request.batch_sizes.size()) + " batch sizes done); retry when it finishes");
+  MeasurementSlot::Hold hold = slot_.acquire();  // throws while anything else is measured
+  if (worker_.joinable()) worker_.join();  // the previous run has finished
   status_ = BatchingCurveStatus{};
   status_.state = BatchingCurveState::running;
   status_.request = request;
-  status = status_;
-  worker_ = std::thread([this, request] { run(request); });
-  return true;
+  worker_ = std::thread([this, request, h = std::move(hold)]() mutable { run(request, std::move(h)); });
+  return status_;
 }
 
 BatchingCurveStatus BatchingCurve::status() const {
@@ -44,10 +48,9 @@ BatchingCurveStatus BatchingCurve::status() const {
   return status_;
 }
 
-void BatchingCurve::run(BatchingCurveRequest request) {
+void BatchingCurve::run(BatchingCurveRequest request, MeasurementSlot::Hold hold) {
   try {
-    // The served model's weights, shared (own scratch: this thread runs beside the engine's).
-    std::unique_ptr<Model> model = weights_from_ ? weights_from_->share_weights() : load_model(source_).model;
+    std::unique_ptr<Model> model = weights_.share_weights();  // own scratch: this thread runs beside the others
     BatchBenchmarkConfig config;
     config.n_prompt = request.n_prompt;
     config.n_gen = request.n_gen;
@@ -59,10 +62,12 @@ void BatchingCurve::run(BatchingCurveRequest request) {
       std::lock_guard<std::mutex> lock(mutex_);
       status_.points = points;
     }
+    hold.release();  // before `done` is visible: a client seeing it may start the next measurement
     std::lock_guard<std::mutex> lock(mutex_);
     status_.knee = find_knee(points);
     status_.state = BatchingCurveState::done;
   } catch (const std::exception& e) {
+    hold.release();
     std::lock_guard<std::mutex> lock(mutex_);
     status_.error = e.what();
     status_.state = BatchingCurveState::failed;

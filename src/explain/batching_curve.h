@@ -1,7 +1,8 @@
 // Panel 4's data: the batch benchmark (engine/batch_benchmark.h) run on demand in the background,
 // with progress, and cached: asking again with the same settings returns the finished curve at
-// once. It runs on its own copy of the model (loaded from the same file, so the weights' pages are
-// shared), so neither the OpenAI engine nor the other explainer calls wait for it.
+// once. It runs on its own Model sharing the speed model's weights (own scratch), so neither the
+// OpenAI engine nor the interactive panels wait for it; while it runs it holds the speed model's
+// measurement slot, so other timed measurements are refused instead of disturbing it.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -11,7 +12,8 @@
 #include <vector>
 
 #include "engine/batch_benchmark.h"
-#include "engine/model_source.h"
+#include "explain/measurement_slot.h"
+#include "model/model.h"
 
 namespace nucleus::explain {
 
@@ -36,25 +38,24 @@ struct BatchingCurveStatus {
 
 class BatchingCurve {
  public:
-  // weights_from: when set, the runs use a Model sharing its weights (Model::share_weights)
-  // instead of loading the source again; it must outlive this.
-  BatchingCurve(ModelSource source, int n_threads, const Model* weights_from = nullptr)
-      : source_(std::move(source)), n_threads_(n_threads), weights_from_(weights_from) {}
+  // `weights` (the speed model) and `slot` must outlive this.
+  BatchingCurve(const Model& weights, int n_threads, MeasurementSlot& slot) : weights_(weights), n_threads_(n_threads), slot_(slot) {}
   ~BatchingCurve();  // cancels a run between batch sizes and waits for it
   BatchingCurve(const BatchingCurve&) = delete;
   BatchingCurve& operator=(const BatchingCurve&) = delete;
 
-  // Starts a run unless the same request is running or done (then reports that, cached = true when
-  // done). A different request while one runs is refused: returns false and the running status.
-  bool start(const BatchingCurveRequest& request, BatchingCurveStatus& status);
+  // Reports the same request running or done (cached = true when done); otherwise takes the
+  // measurement slot and starts a run. Throws MeasurementBusy while any measurement (another curve
+  // included) holds the slot.
+  BatchingCurveStatus start(const BatchingCurveRequest& request);
   BatchingCurveStatus status() const;
 
  private:
-  void run(BatchingCurveRequest request);
+  void run(BatchingCurveRequest request, MeasurementSlot::Hold hold);
 
-  ModelSource source_;
+  const Model& weights_;
   int n_threads_;
-  const Model* weights_from_;
+  MeasurementSlot& slot_;
   mutable std::mutex mutex_;  // guards status_
   BatchingCurveStatus status_;
   std::atomic<bool> cancel_{false};

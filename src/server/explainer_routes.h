@@ -1,5 +1,5 @@
 // The explainer's HTTP surface: the single-page UI (embedded at build time, static_assets.h) and the
-// JSON data endpoints behind its four panels. Routes parse and validate (400 naming the field, as
+// JSON data endpoints behind its four panels (panel 1's here). Routes parse and validate (400 naming the field, as
 // OpenAI does), call explain::Explainer, and write JSON; the logic lives in src/explain/.
 //
 //   GET  /                          the UI (index.html); /explainer/<file> its scripts and styles
@@ -8,10 +8,8 @@
 //   POST /explain/sample            {context, sampling…, seed} → one token appended
 //   POST /explain/resample          {context, sampling…, seed, max_tokens} → a sentence
 //   POST /explain/continuations     {context, max_tokens, num_beams} → greedy and beam continuations
-//   POST /explain/trace             {context, max_tokens, sampling…} → per-step cost + machine roofline
-//   POST /explain/speculative       {context, proposer, gamma, max_tokens, temperature, self_layers, seed}
-//   POST /explain/batching          {batch_sizes, prompt_tokens, gen_tokens} → starts (202) or the cached curve (200)
-//   GET  /explain/batching          progress / result of the batching curve
+//   POST /explain/degeneration      {context, sampling…, seed, max_tokens, num_beams} → greedy, beam, sampling + repetition
+//   the speed panels (trace, speculative, batching, schedules, kv_memory): explainer_speed_routes.h
 // docs/API.md documents every field and response.
 #pragma once
 #include <functional>

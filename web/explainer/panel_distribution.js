@@ -6,7 +6,8 @@ const KNOBS = ['temperature', 'top-k', 'top-p', 'min-p'];
 
 function $(id) { return document.getElementById(id); }
 
-function samplingSettings() {
+// The context and knobs as the endpoints take them (panel 1's degeneration comparison uses them too).
+export function samplingSettings() {
   return {
     context: $('context').value,
     temperature: Number($('temperature').value),

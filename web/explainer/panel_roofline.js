@@ -1,9 +1,12 @@
-// Panel 2: a traced generation on this machine's roofline, and its steps on a timeline.
+// Panel 2: a traced generation on the speed model, on this machine's roofline; "press play"
+// replays it step by step (trace_player.js): bytes loaded vs useful FLOPs, the point moving.
 import { postJson, whileBusy } from './api.js';
-import { axes, decades, el, format, linear, log10Scale, newSvg, niceTicks } from './charts.js';
+import { axes, decades, el, format, log10Scale, newSvg } from './charts.js';
+import { drawBytesChart, play } from './trace_player.js';
 
 function $(id) { return document.getElementById(id); }
 
+// Draws the roof and every step; returns moveCursor(i), which rings step i.
 function drawRoofline(container, data) {
   const width = 520, height = 340, box = { left: 70, top: 20, right: 505, bottom: 290 };
   const svg = newSvg(container, width, height);
@@ -34,23 +37,13 @@ function drawRoofline(container, data) {
   el('text', { x: box.left + 24, y: box.top + 13 }, svg, 'prefill');
   el('circle', { cx: box.left + 84, cy: box.top + 9, r: 4, fill: 'var(--decode)' }, svg);
   el('text', { x: box.left + 92, y: box.top + 13 }, svg, 'decode steps');
-}
-
-function drawTimeline(container, data) {
-  const width = 520, height = 340, box = { left: 70, top: 20, right: 505, bottom: 290 };
-  const svg = newSvg(container, width, height);
-  const totalSeconds = data.steps.reduce((sum, s) => sum + s.seconds, 0) || 1e-9;
-  const maxTokens = Math.max(...data.steps.map((s) => s.tokens));
-  const x = linear(0, totalSeconds * 1000, box.left, box.right), y = linear(0, maxTokens, box.bottom, box.top);
-  axes(svg, box, { xTicks: niceTicks(totalSeconds * 1000, 4), yTicks: niceTicks(maxTokens, 4), x, y,
-    xLabel: 'time (ms)', yLabel: 'tokens in the step' });
-  let t = 0;
-  data.steps.forEach((step) => {
-    const x0 = x(t * 1000), x1 = x((t + step.seconds) * 1000);
-    el('rect', { x: x0, y: y(step.tokens), width: Math.max(1, x1 - x0 - 0.5), height: box.bottom - y(step.tokens),
-      fill: step.phase === 'prefill' ? 'var(--prefill)' : 'var(--decode)', class: `slice ${step.phase}` }, svg);
-    t += step.seconds;
-  });
+  const cursor = el('circle', { class: 'cursor', r: 10, fill: 'none', stroke: 'var(--rejected)', 'stroke-width': 3, visibility: 'hidden' }, svg);
+  return (i) => {
+    const step = data.steps[i];
+    cursor.setAttribute('cx', x(step.intensity));
+    cursor.setAttribute('cy', y(Math.max(step.gflop_per_s, yLo)));
+    cursor.setAttribute('visibility', 'visible');
+  };
 }
 
 function fillTable(data) {
@@ -70,34 +63,70 @@ function fillTable(data) {
   });
 }
 
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.floor(sorted.length / 2)] : 0;
+}
+
+function summarize(data) {
+  const prefill = data.steps[0];
+  const decodes = data.steps.slice(1);
+  const meanIntensity = decodes.length ? decodes.reduce((s, d) => s + d.intensity, 0) / decodes.length : 0;
+  const decodeSeconds = decodes.reduce((s, d) => s + d.seconds, 0);
+  const roofShare = decodes.length ? median(decodes.map((d) => d.gb_per_s)) / data.machine.read_gb_per_s : 0;
+  $('trace-summary').replaceChildren();
+  const parts = [
+    ['Steps', data.steps.length, 'trace-step-count'],
+    ['prefill tokens', prefill.tokens, 'trace-prefill-tokens'],
+    ['prefill intensity', `${prefill.intensity.toFixed(2)} FLOP/byte`, 'trace-prefill-intensity'],
+    ['decode intensity (mean)', `${meanIntensity.toFixed(2)} FLOP/byte`, 'trace-decode-intensity'],
+    ['decode speed', `${decodes.length && decodeSeconds > 0 ? (decodes.length / decodeSeconds).toFixed(1) : '–'} tok/s`, 'trace-decode-speed'],
+    ['decode bandwidth (median)', `${(roofShare * 100).toFixed(0)}% of the memory roof`, 'trace-roof-share'],
+    ['machine', `${format(data.machine.read_gb_per_s)} GB/s, ${format(data.machine.gflop_per_s)} GFLOP/s`, 'trace-machine'],
+  ];
+  for (const [label, value, id] of parts) {
+    const span = document.createElement('span');
+    span.append(`${label}: `);
+    const strong = document.createElement('strong');
+    strong.id = id;
+    strong.textContent = String(value);
+    span.append(strong, '. ');
+    $('trace-summary').append(span);
+  }
+  $('trace-roof-share').dataset.share = String(roofShare);
+}
+
+function readout(step, i, machine) {
+  const loaded = step.weight_bytes + step.kv_bytes;
+  return `Step ${i} (${step.phase}, ${step.tokens} token${step.tokens === 1 ? '' : 's'}): loaded ${format(loaded / 1e6)} MB ` +
+    `(${format(step.weight_bytes / 1e6)} MB weights + ${format(step.kv_bytes / 1e6)} MB KV) for ${format(step.flops / 1e6)} MFLOP ` +
+    `= ${step.intensity.toFixed(2)} FLOP/byte; ${format(step.gb_per_s)} GB/s, ${((step.gb_per_s / machine.read_gb_per_s) * 100).toFixed(0)}% of the memory roof.`;
+}
+
 export function setupRooflinePanel() {
+  let data = null, moveCursor = null, stop = () => {};
+  const playButton = $('play-trace');
   $('run-trace').addEventListener('click', (event) => whileBusy(event.currentTarget, async () => {
+    stop();
     const maxTokens = Math.round(Number($('trace-tokens').value)) || 32;
-    const data = await postJson('/explain/trace', { context: $('context').value, max_tokens: maxTokens });
-    const prefill = data.steps[0];
-    const decodes = data.steps.slice(1);
-    const meanIntensity = decodes.length ? decodes.reduce((s, d) => s + d.intensity, 0) / decodes.length : 0;
-    const decodeSeconds = decodes.reduce((s, d) => s + d.seconds, 0);
-    $('trace-summary').innerHTML = '';
-    const parts = [
-      ['Steps', data.steps.length, 'trace-step-count'],
-      ['prefill tokens', prefill.tokens, 'trace-prefill-tokens'],
-      ['prefill intensity', `${prefill.intensity.toFixed(2)} FLOP/byte`, 'trace-prefill-intensity'],
-      ['decode intensity (mean)', `${meanIntensity.toFixed(2)} FLOP/byte`, 'trace-decode-intensity'],
-      ['decode speed', `${decodes.length && decodeSeconds > 0 ? (decodes.length / decodeSeconds).toFixed(1) : '–'} tok/s`, 'trace-decode-speed'],
-      ['machine', `${format(data.machine.read_gb_per_s)} GB/s, ${format(data.machine.gflop_per_s)} GFLOP/s`, 'trace-machine'],
-    ];
-    for (const [label, value, id] of parts) {
-      const span = document.createElement('span');
-      span.append(`${label}: `);
-      const strong = document.createElement('strong');
-      strong.id = id;
-      strong.textContent = String(value);
-      span.append(strong, '. ');
-      $('trace-summary').append(span);
-    }
-    drawRoofline($('roofline-chart'), data);
-    drawTimeline($('timeline-chart'), data);
+    data = await postJson('/explain/trace', { context: $('context').value, max_tokens: maxTokens });
+    summarize(data);
+    moveCursor = drawRoofline($('roofline-chart'), data);
+    drawBytesChart($('bytes-chart'), data.steps, data.steps.length - 1);
     fillTable(data);
+    $('play-readout').textContent = '';
+    playButton.disabled = false;
   }));
+  playButton.addEventListener('click', () => {
+    if (!data) return;
+    stop();
+    document.body.dataset.playState = 'playing';
+    const steps = data.steps, machine = data.machine;
+    stop = play(steps, (i) => {
+      moveCursor(i);
+      drawBytesChart($('bytes-chart'), steps, i);
+      $('play-readout').textContent = readout(steps[i], i, machine);
+      document.body.dataset.playStep = String(i);
+    }, () => { document.body.dataset.playState = 'done'; });
+  });
 }
