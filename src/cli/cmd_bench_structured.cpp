@@ -4,7 +4,7 @@
 // is tokenized with the model's vocabulary and fed token by token, timing the allowed-token mask
 // at every step (each schema starts with cold tables, as a new schema does in the server). Also
 // counts the share of schemas handled and any instance token a mask refused (a completeness bug).
-//   nucleus bench structured -m MODEL --schemas DIR [--instances DIR] [--json]
+//   nucleus bench structured -m MODEL --schemas DIR [--instances DIR] [--slowest N] [--json]
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +32,7 @@ struct StructuredBenchOptions {
   std::string schemas;
   std::string instances;  // default: <schemas>/../instances
   int instances_per_schema = 2;
+  int slowest = 0;  // list this many schemas with the largest total mask time
   bool json = false;
 };
 
@@ -64,6 +65,7 @@ int run(const StructuredBenchOptions& options) {
 
   std::vector<double> compile_seconds, mask_seconds;
   std::map<std::string, int> refusals;  // first words of each compile error
+  std::vector<std::pair<double, std::string>> per_schema;  // total mask seconds, schema path
   int64_t compiled = 0, instance_tokens = 0, refused_tokens = 0, instances_run = 0;
   for (const fs::path& path : schemas) {
     ConstraintSpec spec;
@@ -86,6 +88,7 @@ int run(const StructuredBenchOptions& options) {
     std::ifstream in(valid);
     std::string line;
     auto tables = std::make_shared<ConstraintTables>(grammar, trie);
+    const size_t first_mask = mask_seconds.size();
     for (int k = 0; k < options.instances_per_schema && std::getline(in, line); ++k) {
       if (line.empty()) continue;
       ++instances_run;
@@ -102,6 +105,10 @@ int run(const StructuredBenchOptions& options) {
         }
       }
     }
+    double total = 0;
+    for (size_t i = first_mask; i < mask_seconds.size(); ++i) total += mask_seconds[i];
+    per_schema.emplace_back(total, fs::relative(path, schema_dir).string() + " (" +
+                                       std::to_string(mask_seconds.size() - first_mask) + " masks)");
   }
   const LatencySummary compile = summarize(compile_seconds);
   const LatencySummary mask = summarize(mask_seconds);
@@ -130,6 +137,10 @@ int run(const StructuredBenchOptions& options) {
               mask.mean * 1e6, mask.p50 * 1e6, mask.p99 * 1e6, mask_seconds.size(), static_cast<long long>(instances_run));
   std::printf("instance tokens refused by a mask: %lld of %lld\n", static_cast<long long>(refused_tokens),
               static_cast<long long>(instance_tokens));
+  std::sort(per_schema.rbegin(), per_schema.rend());
+  if (options.slowest > 0) std::printf("slowest schemas by total mask time:\n");
+  for (size_t i = 0; i < per_schema.size() && i < static_cast<size_t>(options.slowest); ++i)
+    std::printf("  %9.1f ms  %s\n", per_schema[i].first * 1e3, per_schema[i].second.c_str());
   if (!refusals.empty()) {
     std::printf("refused schemas by reason:\n");
     for (const auto& [reason, count] : refusals) std::printf("  %3d  %s\n", count, reason.c_str());
@@ -146,6 +157,7 @@ void add_bench_structured_command(CLI::App& bench, std::function<void(Runner)> s
   cmd->add_option("--schemas", options->schemas, "directory of .json schemas (searched recursively)")->required();
   cmd->add_option("--instances", options->instances, "directory of <schema>.valid.jsonl instances (default: ../instances)");
   cmd->add_option("--instances-per-schema", options->instances_per_schema, "valid instances fed per schema")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--slowest", options->slowest, "list the N schemas with the largest total mask time")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", options->json, "one JSON object instead of the table");
   cmd->callback([options, set_runner] { set_runner([options] { return run(*options); }); });
 }

@@ -63,19 +63,20 @@ void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int dep
 }
 
 std::pair<const uint32_t*, size_t> GrammarAutomaton::step(uint32_t node, uint8_t byte) {
-  if (node >= step_rows_.size()) step_rows_.resize(nodes_.size());
-  if (!step_rows_[node]) step_rows_[node] = std::make_unique<uint32_t[]>(256);  // zeroed: nothing computed
-  uint32_t entry = step_rows_[node][byte];
+  const Node n = nodes_[node];
+  const GrammarSymbol& sym = grammar_->code[n.pos];
+  if (byte < sym.lo || byte > sym.hi) return {nullptr, 0};
+  // Every byte the top symbol takes leads to the same stacks: what follows the symbol.
+  if (node >= successors_.size()) successors_.resize(nodes_.size(), 0);
+  uint32_t entry = successors_[node];
   if (entry == 0) {
-    const Node n = nodes_[node];
-    const GrammarSymbol& sym = grammar_->code[n.pos];
     scratch_.clear();
-    if (byte >= sym.lo && byte <= sym.hi) expand(n.pos + 1, n.parent, scratch_, 0);
+    expand(n.pos + 1, n.parent, scratch_, 0);
     sort_unique(scratch_);
     step_spans_.emplace_back(static_cast<uint32_t>(step_pool_.size()), static_cast<uint32_t>(scratch_.size()));
     step_pool_.insert(step_pool_.end(), scratch_.begin(), scratch_.end());
     entry = static_cast<uint32_t>(step_spans_.size());
-    step_rows_[node][byte] = entry;  // expand() grows nodes_ only; this row stays where it is
+    successors_[node] = entry;  // expand() may have grown nodes_; successors_ grows on demand
   }
   const auto [offset, count] = step_spans_[entry - 1];
   return {step_pool_.data() + offset, count};

@@ -7,9 +7,10 @@
 // the empty stack: the root rule is complete. A rule reference in tail position pushes no frame,
 // so repetition (`x*` = `r ::= x r |`) keeps the stack depth, and the state, constant.
 //
-// Transitions (node, byte) → nodes are memoized, so walking a vocabulary trie (token_mask.h)
-// mostly reads tables. history() keeps every state since the start: rollback() pops them (for
-// speculative drafts that were rejected).
+// A node's successors (the nodes after its top symbol takes a byte — the same for every byte it
+// takes) are memoized; StateDfa (state_dfa.h) memoizes whole states' transitions on top, so
+// walking a vocabulary trie (token_mask.h) mostly reads tables. history() keeps every state since
+// the start: rollback() pops them (for speculative drafts that were rejected).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -56,15 +57,16 @@ class GrammarAutomaton {
   uint32_t intern(uint32_t pos, uint32_t parent);
   // Pushes every top node reachable from executing `pos` with `parent` below, without consuming.
   void expand(uint32_t pos, uint32_t parent, State& out, int depth);
-  // The nodes after `node` takes `byte` (memoized); empty when the byte does not fit.
+  // The nodes after `node` takes `byte` (memoized per node); empty when the byte does not fit.
   std::pair<const uint32_t*, size_t> step(uint32_t node, uint8_t byte);
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> node_ids_;  // (pos << 32 | parent) → node
-  // Memoized steps: per node, lazily, 256 entries (one per byte) of 1 + an index into step_spans_
-  // (0: not computed yet); a span is [offset, count) in step_pool_.
-  std::vector<std::unique_ptr<uint32_t[]>> step_rows_;
+  // Memoized steps: a node's successors (the stacks after its top symbol takes any byte it
+  // matches) are the same for every such byte, so one entry per node: 1 + an index into
+  // step_spans_ (0: not computed yet); a span is [offset, count) in step_pool_.
+  std::vector<uint32_t> successors_;
   std::vector<std::pair<uint32_t, uint32_t>> step_spans_;
   std::vector<uint32_t> step_pool_;
   State initial_;

@@ -13,6 +13,24 @@ namespace nucleus {
 
 namespace {
 
+bool is_plain(std::string_view piece) {
+  for (unsigned char c : piece)
+    if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) return false;
+  return unicode::is_valid_utf8(piece);
+}
+
+// The smallest offset from which the piece is plain (piece.size() when only the empty end is).
+uint16_t plain_start(const std::string& piece) {
+  size_t start = piece.size();
+  for (size_t k = piece.size(); k-- > 0;) {
+    if ((static_cast<uint8_t>(piece[k]) & 0xC0) == 0x80) continue;  // not a character start
+    if (!is_plain(std::string_view(piece).substr(k))) break;
+    start = k;
+  }
+  return static_cast<uint16_t>(std::min<size_t>(start, 65535));
+}
+
+
 // The trie of `ids` (sorted by their bytes, then id): a node per distinct prefix, built level by
 // level (the children of a node are the distinct next bytes of its range of ids).
 TokenTrie build_trie(std::vector<int32_t> ids, const std::vector<std::string>& pieces) {
@@ -46,25 +64,15 @@ TokenTrie build_trie(std::vector<int32_t> ids, const std::vector<std::string>& p
     }
     trie.nodes[p.node].num_children = static_cast<uint32_t>(trie.nodes.size()) - trie.nodes[p.node].first_child;
   }
+  trie.plain_from_bits.assign(ids.size(), 0);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const std::string& b = bytes(ids[k]);
+    const size_t start = plain_start(b);
+    for (size_t d = start; d <= b.size() && d < 64; ++d)
+      if (d == b.size() || (static_cast<uint8_t>(b[d]) & 0xC0) != 0x80) trie.plain_from_bits[k] |= uint64_t{1} << d;
+  }
   trie.sorted = std::move(ids);
   return trie;
-}
-
-bool is_plain(std::string_view piece) {
-  for (unsigned char c : piece)
-    if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) return false;
-  return unicode::is_valid_utf8(piece);
-}
-
-// The smallest offset from which the piece is plain (piece.size() when only the empty end is).
-uint16_t plain_start(const std::string& piece) {
-  size_t start = piece.size();
-  for (size_t k = piece.size(); k-- > 0;) {
-    if ((static_cast<uint8_t>(piece[k]) & 0xC0) == 0x80) continue;  // not a character start
-    if (!is_plain(std::string_view(piece).substr(k))) break;
-    start = k;
-  }
-  return static_cast<uint16_t>(std::min<size_t>(start, 65535));
 }
 
 }  // namespace
@@ -74,6 +82,7 @@ VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
   pieces_.resize(static_cast<size_t>(n));
   plain_.words.assign((static_cast<size_t>(n) + 63) / 64, 0);
   plain_start_.assign(static_cast<size_t>(n), 0);
+  plain_by_first_byte_.resize(256);
   std::vector<int32_t> all, special;
   for (int32_t id = 0; id < n; ++id) {
     if (tokenizer.is_end_of_generation(id)) {
@@ -90,8 +99,27 @@ VocabularyTrie::VocabularyTrie(const Tokenizer& tokenizer) {
     all.push_back(id);
     if (is_plain(piece)) {
       plain_.allow(id);
+      TokenMask& first = plain_by_first_byte_[static_cast<uint8_t>(piece[0])];
+      if (first.words.empty()) first.words.assign(plain_.words.size(), 0);
+      first.allow(id);
     } else {
       special.push_back(id);
+    }
+  }
+  plain_up_to_.assign(kChainChars + 1, TokenMask{std::vector<uint64_t>(plain_.words.size(), 0)});
+  for (int32_t id = 0; id < n; ++id) {
+    if (!plain_.allows(id)) continue;
+    const std::string& piece = pieces_[static_cast<size_t>(id)];
+    size_t chars = 0, offset = 0;
+    for (size_t i = 0; i < piece.size(); ++i) {
+      if ((static_cast<uint8_t>(piece[i]) & 0xC0) == 0x80) continue;
+      if (chars == kChainChars) offset = i;
+      ++chars;
+    }
+    if (chars > kChainChars) {
+      long_plain_.emplace_back(id, static_cast<uint32_t>(offset));
+    } else {
+      for (size_t k = chars; k <= kChainChars; ++k) plain_up_to_[k].allow(id);
     }
   }
   all_ = build_trie(std::move(all), pieces_);
@@ -106,135 +134,6 @@ size_t TokenMask::count() const {
   size_t n = 0;
   for (uint64_t w : words) n += static_cast<size_t>(std::popcount(w));
   return n;
-}
-
-size_t ConstraintTables::StateHash::operator()(const GrammarAutomaton::State& s) const {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t v : s) h = (h ^ v) * 1099511628211ull;
-  return static_cast<size_t>(h);
-}
-
-ConstraintTables::ConstraintTables(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary,
-                                   size_t max_masks)
-    : automaton_(std::make_shared<GrammarAutomaton>(std::move(grammar))),
-      vocabulary_(std::move(vocabulary)),
-      max_masks_(max_masks) {}
-
-void ConstraintTables::walk(const TokenTrie& trie, uint32_t trie_node, size_t depth, TokenMask& mask) {
-  const TokenTrie::Node& node = trie.nodes[trie_node];
-  const GrammarAutomaton::State& here = depth_states_[depth];
-  GrammarAutomaton::State& next = depth_states_[depth + 1];
-  for (uint32_t c = node.first_child; c < node.first_child + node.num_children; ++c) {
-    const TokenTrie::Node& child = trie.nodes[c];
-    if (!automaton_->can_take(here, child.byte)) continue;
-    automaton_->advance(here, child.byte, next);
-    if (next.empty()) continue;
-    if (child.num_children > 0 && next.size() == 1 && next[0] != GrammarAutomaton::kAccepted && node_loops(next[0])) {
-      // Inside a free string from here on: the subtree needs no walk (allow_subtree_from_loop).
-      allow_subtree_from_loop(trie, c, depth + 1, next, mask);
-      continue;
-    }
-    for (uint32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) mask.allow(trie.tokens[t]);
-    if (child.num_children > 0) walk(trie, c, depth + 1, mask);
-  }
-}
-
-bool ConstraintTables::node_loops(uint32_t node) {
-  if (node >= node_loops_.size()) node_loops_.resize(automaton_->num_nodes() + 64, -1);
-  if (node_loops_[node] < 0) node_loops_[node] = loops_on_plain_characters(GrammarAutomaton::State{node}) ? 1 : 0;
-  return node_loops_[node] == 1;
-}
-
-void ConstraintTables::allow_subtree_from_loop(const TokenTrie& trie, uint32_t c, size_t depth, const GrammarAutomaton::State& state,
-                                               TokenMask& mask) {
-  // Every plain character leads `state` back to itself, so a token whose rest is plain is allowed
-  // as it stands; the others (a quote, an escape, a control byte, a broken character ahead) are
-  // run through the automaton one by one.
-  const TokenTrie::Node& node = trie.nodes[c];
-  for (uint32_t k = node.subtree_begin; k < node.subtree_end; ++k) {
-    const int32_t id = trie.sorted[k];
-    if (vocabulary_->plain_from(id, depth)) {
-      mask.allow(id);
-      continue;
-    }
-    const std::string& bytes = vocabulary_->bytes_of(id);
-    probe_a_ = state;
-    bool alive = true;
-    for (size_t i = depth; i < bytes.size() && alive; ++i) {
-      automaton_->advance(probe_a_, static_cast<uint8_t>(bytes[i]), probe_b_);
-      std::swap(probe_a_, probe_b_);
-      alive = !probe_a_.empty();
-    }
-    if (alive) mask.allow(id);
-  }
-}
-
-// Continuation-byte ranges of the valid UTF-8 sequences after each group of lead bytes.
-bool ConstraintTables::returns_after(const GrammarAutomaton::State& state, const GrammarAutomaton::State& home, int level,
-                                     const uint8_t (*ranges)[2], int n_ranges) {
-  if (level == n_ranges) return state == home;
-  GrammarAutomaton::State next, last;
-  bool have_last = false;
-  for (unsigned b = ranges[level][0]; b <= ranges[level][1]; ++b) {
-    automaton_->advance(state, static_cast<uint8_t>(b), next);
-    if (next.empty()) return false;
-    if (have_last && next == last) continue;  // same state as the byte before: already checked
-    if (!returns_after(next, home, level + 1, ranges, n_ranges)) return false;
-    last = next;
-    have_last = true;
-  }
-  return true;
-}
-
-bool ConstraintTables::loops_on_plain_characters(const GrammarAutomaton::State& state) {
-  if (state.empty()) return false;
-  GrammarAutomaton::State next;
-  for (unsigned b = 0x20; b < 0x7F; ++b) {
-    if (b == '"' || b == '\\') continue;
-    automaton_->advance(state, static_cast<uint8_t>(b), next);
-    if (next != state) return false;
-  }
-  // Every valid multi-byte character, lead byte by lead byte (RFC 3629's table).
-  struct Group {
-    uint8_t lo, hi;
-    int n;
-    uint8_t ranges[3][2];
-  };
-  static constexpr Group kGroups[] = {
-      {0xC2, 0xDF, 1, {{0x80, 0xBF}}},
-      {0xE0, 0xE0, 2, {{0xA0, 0xBF}, {0x80, 0xBF}}},
-      {0xE1, 0xEC, 2, {{0x80, 0xBF}, {0x80, 0xBF}}},
-      {0xED, 0xED, 2, {{0x80, 0x9F}, {0x80, 0xBF}}},
-      {0xEE, 0xEF, 2, {{0x80, 0xBF}, {0x80, 0xBF}}},
-      {0xF0, 0xF0, 3, {{0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}},
-      {0xF1, 0xF3, 3, {{0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}},
-      {0xF4, 0xF4, 3, {{0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}}},
-  };
-  for (const Group& g : kGroups)
-    for (unsigned lead = g.lo; lead <= g.hi; ++lead) {
-      automaton_->advance(state, static_cast<uint8_t>(lead), next);
-      if (next.empty() || !returns_after(next, state, 0, g.ranges, g.n)) return false;
-    }
-  return true;
-}
-
-const TokenMask& ConstraintTables::mask_for(const GrammarAutomaton::State& state) {
-  auto it = masks_.find(state);
-  if (it != masks_.end()) return it->second;
-  if (masks_.size() >= max_masks_) masks_.clear();
-  TokenMask mask;
-  const bool plain_loop = loops_on_plain_characters(state);
-  if (plain_loop) {
-    mask = vocabulary_->plain_tokens();  // each leads back here: all allowed
-  } else {
-    mask.words.assign((static_cast<size_t>(vocabulary_->n_vocab()) + 63) / 64, 0);
-  }
-  depth_states_.resize(vocabulary_->max_token_bytes() + 2);  // walk() holds references into it: no growth below
-  depth_states_[0] = state;
-  walk(plain_loop ? vocabulary_->special() : vocabulary_->all(), 0, 0, mask);
-  if (GrammarAutomaton::accepting(state))
-    for (int32_t id : vocabulary_->end_of_generation_ids()) mask.allow(id);
-  return masks_.emplace(state, std::move(mask)).first->second;
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<ConstraintTables> tables, std::string trigger)
@@ -283,8 +182,12 @@ void TokenConstraint::mask_logits(float* logits, int64_t n_vocab) {
   }
   const TokenMask& mask = allowed_tokens();
   const int64_t n = std::min<int64_t>(n_vocab, vocabulary().n_vocab());
-  for (int64_t id = 0; id < n; ++id)
-    if (!mask.allows(static_cast<int32_t>(id))) logits[id] = -std::numeric_limits<float>::infinity();
+  // Word by word: a word of 64 allowed tokens (most of them inside a string) is skipped at once.
+  for (int64_t base = 0; base < n; base += 64) {
+    uint64_t refused = ~mask.words[static_cast<size_t>(base >> 6)];
+    if (n - base < 64) refused &= (uint64_t{1} << (n - base)) - 1;
+    for (; refused; refused &= refused - 1) logits[base + std::countr_zero(refused)] = -std::numeric_limits<float>::infinity();
+  }
   // Rows wider than the vocabulary (padded output matrices): those ids have no bytes.
   for (int64_t id = n; id < n_vocab; ++id) logits[id] = -std::numeric_limits<float>::infinity();
 }

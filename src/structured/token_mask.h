@@ -4,11 +4,11 @@
 // vocabulary. Tokens without bytes (control and unknown tokens) are never in a mask, except the
 // end-of-generation tokens, which are allowed exactly when the grammar is complete.
 //
-// TokenConstraint: one request's parse. allowed_tokens() walks the trie from the current grammar
-// state, descending only along bytes some stack can take, so the cost is the number of trie nodes
-// that stay viable; masks are cached per grammar state (states repeat: inside a JSON string every
-// character leaves the same state). accept_token() advances; rollback() undoes whole tokens.
+// TokenConstraint: one request's parse. allowed_tokens() asks ConstraintTables for the mask of the
+// current grammar state (cached per state: states repeat, inside a JSON string every character
+// leaves the same state). accept_token() advances; rollback() undoes whole tokens.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +17,7 @@
 
 #include "structured/grammar_matcher.h"
 #include "structured/grammar_trigger.h"
+#include "structured/state_dfa.h"
 
 namespace nucleus {
 
@@ -41,6 +42,9 @@ struct TokenTrie {
   std::vector<Node> nodes;  // nodes[0]: the root (the empty prefix)
   std::vector<int32_t> tokens;
   std::vector<int32_t> sorted;  // the trie's ids sorted by their bytes: each subtree is a range
+  // Per entry of `sorted`: bit d (d < 64) set when the token's bytes from offset d on are plain
+  // characters (VocabularyTrie::plain_from), read in trie order so a subtree scan is sequential.
+  std::vector<uint64_t> plain_from_bits;
 };
 
 class VocabularyTrie {
@@ -52,6 +56,15 @@ class VocabularyTrie {
   // no '"', no '\', no DEL): a grammar state that every such character leads back to (the inside
   // of a free string) allows all of them at once; only the other tokens need a walk, in special().
   const TokenMask& plain_tokens() const { return plain_; }
+  // Plain tokens by their number of characters: those with at most n (n ≤ kChainChars), and the
+  // list of those with more (with the byte offset of their character kChainChars).
+  static constexpr size_t kChainChars = 24;
+  const TokenMask& plain_tokens_up_to(size_t n_chars) const { return plain_up_to_[std::min(n_chars, kChainChars)]; }
+  const std::vector<std::pair<int32_t, uint32_t>>& long_plain_tokens() const { return long_plain_; }
+  // The plain tokens whose first byte is `byte` (nullptr when there are none).
+  const TokenMask* plain_tokens_starting_with(uint8_t byte) const {
+    return plain_by_first_byte_[byte].words.empty() ? nullptr : &plain_by_first_byte_[byte];
+  }
   const TokenTrie& special() const { return special_; }
   const std::string& bytes_of(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
   // True when the token's bytes from `offset` on are plain characters (offset at a character start).
@@ -71,11 +84,28 @@ class VocabularyTrie {
   std::vector<int32_t> end_of_generation_;
   TokenTrie all_, special_;
   TokenMask plain_;
+  std::vector<TokenMask> plain_by_first_byte_;  // 256 entries; empty words: no plain token starts so
+  std::vector<TokenMask> plain_up_to_;           // kChainChars + 1 entries
+  std::vector<std::pair<int32_t, uint32_t>> long_plain_;
 };
 
 // What every parse of one grammar over one vocabulary shares: the automaton (stack nodes and
-// memoized byte steps) and the mask of each grammar state seen (at most `max_masks`, then the cache
+// memoized byte steps), its lazy determinization (StateDfa: one id per state, one table read per
+// trie node walked) and the mask of each grammar state seen (at most `max_masks`, then the cache
 // starts over). Not thread-safe: used by the engine's step thread only.
+//
+// A mask (constraint_tables.cpp) = the plain tokens decided in blocks + a walk of the rest:
+// * chain: when every plain character leads the state to one next state, and so on (a free string
+//   loops on one state; a bounded string steps through one state per character), a plain token of
+//   n characters lives exactly when the n-th state does — a precomputed bitset per n;
+// * first byte: otherwise, the first bytes whose characters all lead to one state holding a
+//   looping one (a key that is no declared name) allow the plain tokens starting with them — a
+//   bitset per byte;
+// * walk: the other tokens, from the trie root, along bytes the DFA takes; a subtree reached in a
+//   state holding a looping one (a free string, alone or beside a format's stacks) is scanned in
+//   trie order (plain_from_bits) instead of descended.
+// Every block is exact (the same answer as running each token's bytes), so the mask still equals
+// checking every token one by one.
 class ConstraintTables {
  public:
   ConstraintTables(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary,
@@ -86,25 +116,56 @@ class ConstraintTables {
   const VocabularyTrie& vocabulary() const { return *vocabulary_; }
   const std::shared_ptr<const VocabularyTrie>& vocabulary_ptr() const { return vocabulary_; }
   const Grammar& grammar() const { return automaton_->grammar(); }
+  size_t num_dfa_states() const { return dfa_.size(); }
 
  private:
-  void walk(const TokenTrie& trie, uint32_t trie_node, size_t depth, TokenMask& mask);
-  // True when every plain character (VocabularyTrie::plain_tokens) leads from `state` back to it.
-  bool loops_on_plain_characters(const GrammarAutomaton::State& state);
-  // True when the stack `node` alone loops on plain characters (memoized per node).
-  bool node_loops(uint32_t node);
-  // Allows the tokens of trie node `c`'s subtree (depth bytes consumed) from a looping state.
-  void allow_subtree_from_loop(const TokenTrie& trie, uint32_t c, size_t depth, const GrammarAutomaton::State& state,
-                               TokenMask& mask);
-  bool returns_after(const GrammarAutomaton::State& state, const GrammarAutomaton::State& home, int level,
-                     const uint8_t (*ranges)[2], int n_ranges);
+  // Walks the children of `trie_node` (depth bytes consumed, DFA state `here`).
+  void walk(const TokenTrie& trie, uint32_t trie_node, uint32_t here, size_t depth, TokenMask& mask);
+  // True when every plain character (VocabularyTrie::plain_tokens) leads DFA state `id` to a
+  // superset of itself (memoized per id): a free string loops on one state; the `.*` before an
+  // unanchored pattern keeps its stacks while others start. Then no plain rest can kill it (a
+  // state's successors are the union of its stacks', so a superset steps to a superset).
+  bool loops(uint32_t id);
+  bool keeps_on_plain_characters(uint32_t id);
+  // True when `id` holds every stack of a state known to loop (loops() said so): that part alone
+  // keeps any plain rest alive.
+  bool holds_a_loop(uint32_t id);
+  // Every stack of `part` is in `id`.
+  bool includes(uint32_t id, uint32_t part);
+  // True when every continuation of ranges[level..] leads `id` to a superset of `home`.
+  bool keeps_after(uint32_t id, uint32_t home, int level, const uint8_t (*ranges)[2], int n_ranges);
+  // The state every character starting with byte `first` leads `id` to: kDead when none fits,
+  // kNoDestination when they lead to different states or `first` starts no plain character.
+  static constexpr uint32_t kNoDestination = UINT32_MAX;
+  uint32_t character_destination(uint32_t id, uint8_t first);
+  // The state every plain character leads `id` to (kDead: none fits), or kNoDestination when
+  // they do not all lead to one state (memoized per id).
+  uint32_t uniform_destination(uint32_t id);
+  // The plain-token block of `id` when every plain character leads each state of a chain to the
+  // next (false, nothing changed, otherwise); marks every first byte of a plain token covered.
+  bool plain_block_by_chain(uint32_t id, bool* covered, TokenMask& mask);
+  // The plain-token block of the first bytes whose characters lead `id` to a looping state, which
+  // it marks covered (mask: cleared first).
+  void plain_block_by_first_byte(uint32_t id, bool* covered, TokenMask& mask);
+  // The root's children whose `covered` flag equals `want_covered`, walked from `id`.
+  void walk_root(const TokenTrie& trie, uint32_t id, const bool* covered, bool want_covered, TokenMask& mask);
+  bool returns_after(uint32_t id, uint32_t home, int level, const uint8_t (*ranges)[2], int n_ranges);
+  // Allows the tokens of trie node `c`'s subtree (depth bytes consumed) from a state that holds a
+  // looping one (holds_a_loop).
+  void allow_subtree_from_loop(const TokenTrie& trie, uint32_t c, size_t depth, uint32_t id, TokenMask& mask);
 
   std::shared_ptr<GrammarAutomaton> automaton_;
   std::shared_ptr<const VocabularyTrie> vocabulary_;
   size_t max_masks_;
-  std::vector<GrammarAutomaton::State> depth_states_;  // walk() scratch, one per trie depth
-  std::vector<int8_t> node_loops_;                     // per automaton node: -1 unknown, 0, 1
-  GrammarAutomaton::State probe_a_, probe_b_;          // allow_subtree_from_loop() scratch
+  StateDfa dfa_;
+  std::vector<int8_t> loops_;  // per DFA id: -1 unknown, 0, 1
+  // The looping states found so far, by their first stack; per DFA id, holds_a_loop's answer: 1
+  // yes, else 0 or the number of looping states it was last checked against + 2.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> loops_by_first_stack_;
+  size_t n_loop_states_ = 0;
+  std::vector<uint32_t> holds_loop_;
+  std::vector<uint32_t> uniform_;  // per DFA id: uniform_destination, kUnknownUniform until asked
+  static constexpr uint32_t kUnknownUniform = UINT32_MAX - 1;
   struct StateHash {
     size_t operator()(const GrammarAutomaton::State& s) const;
   };
