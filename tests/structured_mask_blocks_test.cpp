@@ -23,6 +23,7 @@ namespace nucleus {
 namespace {
 
 using test::llama3_tokenizer;
+using test::brute_force_mask;
 using test::llama3_trie;
 
 std::shared_ptr<const Grammar> schema_grammar(const std::string& schema) {
@@ -32,19 +33,6 @@ std::shared_ptr<const Grammar> schema_grammar(const std::string& schema) {
   return std::make_shared<const Grammar>(parse_gbnf(constraint_to_gbnf(spec)));
 }
 
-// Which tokens a fresh parse, fed `prefix`, accepts next (accept_token runs the automaton only).
-std::vector<char> brute_force_mask(const std::shared_ptr<const Grammar>& grammar, const std::vector<int32_t>& prefix) {
-  TokenConstraint probe(grammar, llama3_trie());
-  for (int32_t t : prefix) EXPECT_TRUE(probe.accept_token(t));
-  std::vector<char> allowed(static_cast<size_t>(llama3_trie()->n_vocab()), 0);
-  for (int32_t id = 0; id < llama3_trie()->n_vocab(); ++id) {
-    if (probe.accept_token(id)) {
-      allowed[static_cast<size_t>(id)] = 1;
-      probe.rollback(1);
-    }
-  }
-  return allowed;
-}
 
 void expect_mask_equals(const TokenMask& mask, const std::vector<char>& expected, const std::string& where) {
   size_t mismatches = 0;

@@ -22,6 +22,7 @@ namespace nucleus {
 namespace {
 
 using test::llama3_tokenizer;
+using test::brute_force_mask;
 using test::llama3_trie;
 
 std::string read_file(const std::string& path) {
@@ -40,19 +41,6 @@ std::vector<std::string> read_string_lines(const std::string& path) {
   return out;
 }
 
-// Brute force: which tokens a fresh matcher, fed `prefix` token by token, accepts next.
-std::vector<char> brute_force_mask(const std::shared_ptr<const Grammar>& grammar, const std::vector<int32_t>& prefix) {
-  TokenConstraint probe(grammar, llama3_trie());
-  for (int32_t t : prefix) EXPECT_TRUE(probe.accept_token(t));
-  std::vector<char> allowed(static_cast<size_t>(llama3_trie()->n_vocab()), 0);
-  for (int32_t id = 0; id < llama3_trie()->n_vocab(); ++id) {
-    if (probe.accept_token(id)) {
-      allowed[static_cast<size_t>(id)] = 1;
-      probe.rollback(1);
-    }
-  }
-  return allowed;
-}
 
 // Under the sanitizers (memory and UB errors, not coverage): shorter walks, every 3rd string.
 #ifdef NUCLEUS_SANITIZED
