@@ -23,7 +23,7 @@
 namespace nucleus {
 namespace {
 
-const char* kArchModels[] = {"llama31", "mixtral", "qwen3", "qwen3moe", "phi3", "phi3-long", "gemma2", "gemma3", "gemma4"};
+const char* kArchModels[] = {"llama31", "mixtral", "qwen3", "qwen3moe", "phi3", "phi3-long", "gemma2", "gemma3", "gemma4", "qwen35"};
 
 std::string arch_path(const std::string& name) { return test::shared_path("models/arch/" + name + ".gguf"); }
 
@@ -291,7 +291,8 @@ TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
   const Family families[] = {{"llama", Architecture::Llama, 4},  {"qwen2", Architecture::Qwen2},
                              {"qwen3", Architecture::Qwen3},     {"qwen3moe", Architecture::Qwen3Moe, 4},
                              {"phi3", Architecture::Phi3},       {"gemma2", Architecture::Gemma2, 0, 4},
-                             {"gemma3", Architecture::Gemma3, 0, 6}, {"gemma4", Architecture::Gemma4, 0, 6}};
+                             {"gemma3", Architecture::Gemma3, 0, 6}, {"gemma4", Architecture::Gemma4, 0, 6},
+                             {"qwen35", Architecture::Qwen35, 0, 8}};
   for (const Family& family : families) {
     SCOPED_TRACE(family.arch);
     SyntheticModelSpec spec = base;
@@ -311,7 +312,15 @@ TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
     EXPECT_EQ(sliding, expected_sliding);
     EXPECT_EQ(moe, family.experts > 0 ? family.layers : 0);
     const bool has_qk_norm = family.arch == "qwen3" || family.arch == "qwen3moe" || family.arch == "gemma3" || family.arch == "gemma4";
-    EXPECT_EQ(qk_norm, has_qk_norm ? family.layers : 0);
+    if (family.arch == "qwen35") {  // 3 delta-net : 1 gated attention layer with QK-norm
+      int delta_net = 0;
+      for (const LayerSpec& l : hp.layers) delta_net += l.delta_net;
+      EXPECT_EQ(delta_net, 6);
+      EXPECT_EQ(qk_norm, 2);
+      EXPECT_TRUE(hp.layers[3].attn_output_gate);
+    } else {
+      EXPECT_EQ(qk_norm, has_qk_norm ? family.layers : 0);
+    }
     if (family.arch == "phi3") {
       EXPECT_TRUE(hp.fused_qkv);
       EXPECT_TRUE(hp.fused_gate_up);

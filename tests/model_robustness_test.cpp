@@ -21,7 +21,7 @@ const char* kModels[] = {"stories260K.gguf",          "test/llama-spm-f32.gguf",
                          "test/llama3-f16.gguf",      "arch/llama31.gguf",       "arch/mixtral.gguf",
                          "arch/qwen3.gguf",           "arch/qwen3moe.gguf",      "arch/phi3.gguf",
                          "arch/phi3-long.gguf",       "arch/gemma2.gguf",        "arch/gemma3.gguf",
-                         "arch/gemma4.gguf"};
+                         "arch/gemma4.gguf",          "arch/qwen35.gguf"};
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   const std::string s = test::read_file(path);

@@ -34,7 +34,7 @@ Runner add_synth_command(CLI::App& app) {
   cmd->add_option("--kv-heads", spec.kv_heads, "key/value heads")->check(CLI::PositiveNumber);
   cmd->add_option("--ffn", spec.ffn, "feed-forward width")->check(CLI::PositiveNumber);
   cmd->add_option("--ctx", spec.context_length, "context length")->check(CLI::PositiveNumber);
-  cmd->add_option("--arch", spec.arch, "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3 or gemma4");
+  cmd->add_option("--arch", spec.arch, "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma4 or qwen35 (hybrid: every 4th layer attention, the rest gated delta-net)");
   cmd->add_option("--experts", spec.experts, "llama (Mixtral-style) or qwen3moe: an MoE FFN of this many experts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--experts-used", spec.experts_used, "experts per token (top-k)")->check(CLI::PositiveNumber);
   cmd->add_option("--window", spec.window, "gemma2/3/4: sliding window of the local layers")->check(CLI::PositiveNumber);

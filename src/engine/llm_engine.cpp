@@ -10,13 +10,20 @@
 namespace nucleus {
 
 int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes, KvType type) {
-  const int64_t per_block = 2 * hp.n_layer * block_size * hp.kv_dim() * kv_type_bytes(type);
+  int64_t kv_layers = 0;  // recurrent layers (Qwen3.5's delta-net) keep no K/V rows
+  for (const LayerSpec& l : hp.layers) kv_layers += l.delta_net ? 0 : 1;
+  const int64_t per_block = 2 * std::max<int64_t>(1, kv_layers) * block_size * hp.kv_dim() * kv_type_bytes(type);
   return std::max<int64_t>(1, bytes / per_block);
 }
 
 KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
   if (config.block_size <= 0) throw Error("--block-size must be positive");
   KvCacheShape shape{hp.n_layer, 0, config.block_size, hp.kv_dim(), config.kv_type};
+  // Recurrent layers (Qwen3.5): one state slot per request that can run at once (ModelRunner).
+  shape.recurrent = recurrent_state_shape(hp, std::max<int64_t>(1, config.max_num_seqs));
+  int64_t state_bytes = 0;  // allocated up front for every slot, out of the same budget
+  for (bool recurrent : shape.recurrent.layers)
+    if (recurrent) state_bytes += shape.recurrent.num_slots * (shape.recurrent.conv_floats + shape.recurrent.ssm_floats) * 4;
   int64_t window = 0, n_window_layers = 0;
   for (const LayerSpec& l : hp.layers)
     if (l.sliding_window > 0) {
@@ -25,7 +32,7 @@ KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
     }
   if (!config.window_kv_pool || n_window_layers == 0) {
     shape.num_blocks = config.num_blocks > 0 ? config.num_blocks
-                                             : kv_blocks_for_bytes(hp, config.block_size, config.kv_cache_bytes, config.kv_type);
+                                             : kv_blocks_for_bytes(hp, config.block_size, std::max<int64_t>(0, config.kv_cache_bytes - state_bytes), config.kv_type);
     return shape;
   }
   for (const LayerSpec& l : hp.layers) shape.window_layers.push_back(l.sliding_window > 0);
@@ -59,7 +66,8 @@ LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfi
       kv_(engine_kv_shape(model.hparams(), config)),
       pool_(static_cast<int32_t>(kv_.shape().num_blocks), static_cast<int32_t>(config.block_size)),
       window_pool_(static_cast<int32_t>(std::max<int64_t>(1, kv_.shape().num_window_blocks)), static_cast<int32_t>(config.block_size)),
-      kv_manager_(pool_, config.enable_prefix_caching, kv_.has_window_pool() ? &window_pool_ : nullptr,
+      // A prefix-cache hit would skip the tokens a recurrent state must absorb: off for hybrid models.
+      kv_manager_(pool_, config.enable_prefix_caching && !model.hparams().has_recurrent_layers(), kv_.has_window_pool() ? &window_pool_ : nullptr,
                   [&] {
                     int64_t w = 0;
                     for (const LayerSpec& l : model.hparams().layers) w = std::max(w, l.sliding_window);
@@ -68,6 +76,7 @@ LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfi
       scheduler_(SchedulerConfig{config.max_num_batched_tokens, config.max_num_seqs}, kv_manager_),
       runner_(model, kv_, std::max(1, config.n_threads)) {
   config_.num_blocks = kv_.shape().num_blocks;
+  if (model.hparams().has_recurrent_layers()) config_.enable_prefix_caching = false;  // see kv_manager_ above
   if (config.max_num_batched_tokens <= 0 || config.max_num_seqs <= 0)
     throw Error("--max-num-batched-tokens and --max-num-seqs must be positive");
 }
@@ -91,6 +100,10 @@ void LLMEngine::validate_request(const std::vector<int32_t>& prompt, const Reque
     throw Error("num_speculative_tokens must be in [0, " + std::to_string(kMaxSpeculativeTokens) + "], got " +
                 std::to_string(options.num_speculative_tokens));
   if (options.stop.max_tokens < 0) throw Error("max_tokens must not be negative");
+  if (model_.hparams().has_recurrent_layers() && options.proposer && options.num_speculative_tokens > 0)
+    throw Error("speculative decoding is not supported for architecture '" + model_.hparams().arch_name +
+                "' yet: rolling back a rejected draft needs snapshots of the recurrent (gated delta-net) state, which "
+                "nucleus does not implement");
   if (options.grammar && !tokenizer_) throw Error("structured output needs the model's tokenizer");
   if (options.stop.min_tokens < 0) throw Error("min_tokens must not be negative");
 }
@@ -142,6 +155,7 @@ int64_t LLMEngine::add_request(std::vector<int32_t> prompt, RequestOptions optio
 
 void LLMEngine::finish(Request& request, FinishReason reason, RequestOutput& output) {
   scheduler_.remove(&request);
+  runner_.release_state(request);
   output.request_id = request.id;
   output.finished = true;
   output.finish_reason = reason;

@@ -1,6 +1,31 @@
 #include "engine/model_runner.h"
 
+#include <string>
+
+#include "core/error.h"
+
 namespace nucleus {
+
+int32_t ModelRunner::state_slot(Request& request) {
+  if (slot_owner_.empty()) slot_owner_.assign(static_cast<size_t>(kv_.shape().recurrent.num_slots), nullptr);
+  int32_t free_slot = -1, reclaimable = -1;
+  for (size_t slot = 0; slot < slot_owner_.size(); ++slot) {
+    if (slot_owner_[slot] == &request) return static_cast<int32_t>(slot);
+    if (!slot_owner_[slot] && free_slot < 0) free_slot = static_cast<int32_t>(slot);
+    if (slot_owner_[slot] && slot_owner_[slot]->status != RequestStatus::running && reclaimable < 0)
+      reclaimable = static_cast<int32_t>(slot);
+  }
+  const int32_t slot = free_slot >= 0 ? free_slot : reclaimable;
+  if (slot < 0)
+    throw Error("internal: more running requests than recurrent state slots (" + std::to_string(slot_owner_.size()) + ")");
+  slot_owner_[static_cast<size_t>(slot)] = &request;
+  return slot;
+}
+
+void ModelRunner::release_state(const Request& request) {
+  for (Request*& owner : slot_owner_)
+    if (owner == &request) owner = nullptr;
+}
 
 void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
   batch_ = ForwardBatch{};
@@ -10,6 +35,7 @@ void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
     const auto seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(r.block_table);
     if (kv_.has_window_pool()) batch_.window_block_tables.push_back(r.window_block_table);
+    if (kv_.has_recurrent_state()) batch_.state_slots.push_back(state_slot(r));
     const int64_t n_known = r.num_tokens();
     for (int64_t i = 0; i < s.num_tokens; ++i) {
       const int64_t pos = r.num_computed_tokens + i;

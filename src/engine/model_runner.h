@@ -26,12 +26,18 @@ class ModelRunner {
   void run(const SchedulerOutput& plan, StepResult& result);
 
   Model& model() { return model_; }
+  // Recurrent models: gives back the request's state slot (finished or aborted).
+  void release_state(const Request& request);
 
  private:
+  // The request's recurrent state slot, taken on its first step; a slot whose owner is not running
+  // (preempted: it restarts at position 0, so its state is worthless) is taken back when none is free.
+  int32_t state_slot(Request& request);
   Model& model_;
   KvCache& kv_;
   int n_threads_;
   ForwardBatch batch_;
+  std::vector<Request*> slot_owner_;  // [KvCacheShape::recurrent.num_slots] null: free
 };
 
 }  // namespace nucleus

@@ -59,6 +59,13 @@ std::vector<bool> ArchKeys::get_bool_array(const std::string& key, int64_t n_lay
   return out;
 }
 
+std::vector<int64_t> ArchKeys::get_int_array(const std::string& key) {
+  const MetaValue* v = find(key);
+  if (!v) fail(key, "is missing (required)");
+  if (v->type != MetaType::ARRAY || v->ints.size() != v->array_size()) fail(key, "must be an array of integers");
+  return v->ints;
+}
+
 void ArchKeys::accept(const std::string& key, const char* why) {
   (void)why;
   read_.insert(key);

@@ -25,6 +25,8 @@ class ArchKeys {
   std::vector<int64_t> get_per_layer_int(const std::string& key, int64_t n_layer, int64_t fallback);
   // A per-layer bool array (e.g. gemma4's sliding_window_pattern); required.
   std::vector<bool> get_bool_array(const std::string& key, int64_t n_layer);
+  // An integer array (e.g. qwen35's rope.dimension_sections); required.
+  std::vector<int64_t> get_int_array(const std::string& key);
   bool is_array(const std::string& key) const;
   // Marks a key as read without using it; `why` documents the no-op for readers of the code.
   void accept(const std::string& key, const char* why);

@@ -309,6 +309,72 @@ void describe_gemma4(const GgufFile& file, ArchKeys& keys, HParams& hp) {
   }
 }
 
+// qwen35 (Qwen3.5): a hybrid. Layer il is a gated delta-net layer (model/delta_net.h) iff
+// (il + 1) % full_attention_interval ≠ 0 (an attention.recurrent_layers bool array overrides), else
+// gated attention: Wq gives a query and a sigmoid output gate per head, QK-norm, and IMROPE (multi-
+// section rope) on the first n_rot dims with NEOX pairing. For text every section's position is p
+// except the fourth ("e"), which is 0: pairs that fall in it stay unrotated (a frequency factor of
+// 1e30, as Gemma 4's proportional rope). The pre-FFN norm is stored as "post_attention_norm".
+void describe_qwen35(const GgufFile&, ArchKeys& keys, HParams& hp) {
+  read_common(keys, hp);
+  const int64_t n_head = keys.get_int("attention.head_count");
+  const int64_t head_dim = read_head_dim(keys, hp, n_head);
+  uniform_layers(keys, hp, head_dim);
+  hp.ffn_norm_tensor = "post_attention_norm";
+  RopeSpec rope;
+  rope.neox = true;
+  rope.n_rot = keys.get_int("rope.dimension_count", head_dim);
+  rope.freq_base = static_cast<float>(keys.get_float("rope.freq_base", 10000.0));
+  read_rope_scaling(keys, rope);
+  const std::vector<int64_t> sections = keys.get_int_array("rope.dimension_sections");
+  if (sections.size() != 4) keys.fail("rope.dimension_sections", "must have 4 elements (t, h, w, e)");
+  int64_t sector_count = 0;
+  for (int64_t v : sections) {
+    if (v < 0) keys.fail("rope.dimension_sections", "must not be negative");
+    sector_count += v;
+  }
+  if (sector_count <= 0) keys.fail("rope.dimension_sections", "must not all be 0");
+  if (rope.n_rot % 2 == 0 && rope.n_rot > 0) {
+    // ggml's IMROPE: pair i has sector s = i mod Σ; t if s%3==0 && s<3·t, h if s%3==1 && s<3·h,
+    // w if s%3==2 && s<3·w, else e (position 0 for text: unrotated).
+    std::vector<float> factors(static_cast<size_t>(rope.n_rot / 2), 1.0f);
+    bool any_unrotated = false;
+    for (int64_t i = 0; i < rope.n_rot / 2; ++i) {
+      const int64_t sector = i % sector_count;
+      const bool rotated = (sector % 3 == 0 && sector < 3 * sections[0]) || (sector % 3 == 1 && sector < 3 * sections[1]) ||
+                           (sector % 3 == 2 && sector < 3 * sections[2]);
+      if (!rotated) {
+        factors[static_cast<size_t>(i)] = 1e30f;
+        any_unrotated = true;
+      }
+    }
+    if (any_unrotated) rope.freq_factors = factors;
+  }
+  hp.ropes = {rope};
+  DeltaNetSpec& d = hp.delta_net;
+  d.conv_kernel = keys.get_int("ssm.conv_kernel");
+  d.head_dim = keys.get_int("ssm.state_size");
+  d.n_k_heads = keys.get_int("ssm.group_count");
+  d.n_v_heads = keys.get_int("ssm.time_step_rank");
+  if (keys.get_int("ssm.inner_size") != d.value_dim())
+    keys.fail("ssm.inner_size", "must equal ssm.time_step_rank × ssm.state_size");
+  std::vector<bool> recurrent(static_cast<size_t>(hp.n_layer));
+  if (keys.has("attention.recurrent_layers")) {
+    recurrent = keys.get_bool_array("attention.recurrent_layers", hp.n_layer);
+    keys.accept("full_attention_interval", "attention.recurrent_layers overrides it");
+  } else {
+    const int64_t interval = keys.get_int("full_attention_interval", 4);
+    if (interval < 1) keys.fail("full_attention_interval", "must be at least 1");
+    for (int64_t il = 0; il < hp.n_layer; ++il) recurrent[static_cast<size_t>(il)] = (il + 1) % interval != 0;
+  }
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    LayerSpec& l = hp.layers[static_cast<size_t>(il)];
+    l.delta_net = recurrent[static_cast<size_t>(il)];
+    l.qk_norm = !l.delta_net;
+    l.attn_output_gate = !l.delta_net;
+  }
+}
+
 const ArchitectureFamily kFamilies[] = {
     {"llama", Architecture::Llama, describe_llama},
     {"qwen2", Architecture::Qwen2, describe_qwen2},
@@ -318,6 +384,7 @@ const ArchitectureFamily kFamilies[] = {
     {"gemma2", Architecture::Gemma2, describe_gemma2},
     {"gemma3", Architecture::Gemma3, describe_gemma3},
     {"gemma4", Architecture::Gemma4, describe_gemma4},
+    {"qwen35", Architecture::Qwen35, describe_qwen35},
 };
 
 }  // namespace

@@ -16,6 +16,12 @@ StepCost estimate_step_cost(const Model& model, const ForwardBatch& batch) {
     const LayerSpec& l = hp.layers[il];
     const double ffn = 3.0 * E * static_cast<double>(l.n_ff) * static_cast<double>(l.moe() ? l.n_expert_used : 1) +
                        (l.moe() ? E * static_cast<double>(l.n_expert) : 0.0);
+    if (l.delta_net) {  // projections in and out, then the delta rule over the S × S states (flat in context)
+      const DeltaNetSpec& d = hp.delta_net;
+      layer_params += E * static_cast<double>(d.conv_dim() + 2 * d.value_dim() + 2 * d.n_v_heads) + ffn;
+      attention_flops += n * 8.0 * static_cast<double>(d.ssm_state_floats());
+      continue;
+    }
     layer_params += E * static_cast<double>(2 * l.q_dim() + 2 * l.kv_dim()) + ffn;
     double attended = 0.0;  // Σ over tokens of positions attended (a sliding window caps it)
     for (int32_t p : batch.positions)

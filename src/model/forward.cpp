@@ -7,6 +7,9 @@
 //   h = norm(x, ffn_norm); f = Wdown·(act(Wgate·h) ⊙ Wup·h) or the mixture of experts (moe_ffn.h)
 //   x += post_ffn_norm?(f)
 //   Gemma 4: x += norm(Wproj·(gelu(Winp_gate·x) ⊙ per-layer input), post_norm); x *= layer_output_scale
+// A gated delta-net layer (Qwen3.5) replaces the attention block by delta_net_layer
+// (forward_delta_net.cpp, state in the sequence's KvCache slot); Qwen3.5's attention layer gates its
+// output per element with sigmoid(gate), the second half of each head's Wq rows.
 // then logits = softcap?(Wout · norm(x, output_norm)) for the batch's output rows.
 // Every per-token step is the same arithmetic on any thread and in any batch, so batching never
 // changes a result (the engine's batch-invariance guarantee).
@@ -44,6 +47,8 @@ struct Model::Scratch {
   std::vector<float> pl_gate;    // [n_tokens, P]
   std::vector<float> out_x;   // [n_outputs, n_embd]
   MoeScratch moe;
+  std::vector<float> q_and_gate;  // [n_tokens, 2 · max q_dim] Qwen3.5: per head its query, then its output gate
+  std::vector<float> attn_gate;   // [n_tokens, max q_dim] those gates, heads concatenated
   MatmulScratch matmul;
 };
 
@@ -69,6 +74,7 @@ void Model::validate(const ForwardBatch& batch, const KvCache& kv) const {
     if (row < 0 || row >= n) throw Error("forward: output row out of range");
   if (kv.shape().kv_dim != hparams_.kv_dim() || kv.shape().n_layer != hparams_.n_layer)
     throw Error("forward: KV cache shape does not match the model");
+  if (hparams_.has_recurrent_layers()) validate_recurrent(batch, kv);
   if (!kv.has_window_pool()) return;
   // Window-pool layers read only the last `window` positions: those blocks must be there.
   int64_t window = 0;
@@ -92,6 +98,18 @@ void Model::validate(const ForwardBatch& batch, const KvCache& kv) const {
 
 void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n_threads) {
   validate(batch, kv);
+  // Recurrent states this step advances: marked invalid (−1) until the step completes, so a step
+  // that fails midway can only be followed by a restart at position 0.
+  std::vector<std::pair<int32_t, int64_t>> state_after;  // (slot, tokens absorbed after this step)
+  if (hparams_.has_recurrent_layers()) {
+    std::vector<int64_t> end(batch.block_tables.size(), -1);
+    for (int64_t i = 0; i < batch.n_tokens(); ++i) end[static_cast<size_t>(batch.seq_index[i])] = batch.positions[i] + 1;
+    for (size_t seq = 0; seq < end.size(); ++seq)
+      if (end[seq] >= 0) {
+        state_after.push_back({batch.state_slots[seq], end[seq]});
+        kv.set_state_tokens(batch.state_slots[seq], -1);
+      }
+  }
   const HParams& hp = hparams_;
   const OpsKernels& ops = ops_kernels_for(kernels_->isa);  // the same instruction set as the matmuls
   const int64_t n = batch.n_tokens();
@@ -179,98 +197,116 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
     const RopeTable& rope = s.ropes[static_cast<size_t>(S.rope)];
     // --- attention ---
     norm_into_xn(L.attn_norm);
-    matmul(*kernels_, L.wq, s.xn.data(), n, s.q.data(), n_threads, s.matmul);
-    if (own_kv) {
-      matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
-      if (!S.k_as_v) matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
-    }
-    for_each_token(n, q_dim + 2 * kv_dim, n_threads, [&](int64_t i) {
-      float* q = &s.q[i * q_dim];   // [n_head, head_dim]
-      float* k = &s.k[i * kv_dim];  // [n_head_kv, head_dim]
-      float* v = &s.v[i * kv_dim];  // [n_head_kv, head_dim]
-      if (S.qkv_bias) {
-        ops.add(q, L.bq.data(), q_dim);
-        if (own_kv) {
-          ops.add(k, L.bk.data(), kv_dim);
-          ops.add(v, L.bv.data(), kv_dim);
-        }
-      }
-      if (S.qk_norm)
-        for (int64_t h = 0; h < S.n_head; ++h) ops.rms_norm(q + h * head_dim, L.q_norm.data(), q + h * head_dim, head_dim, hp.rms_eps);
-      ops.rope(q, S.n_head, head_dim, rope.row(i), rope.n_rot(), rope.neox());
-      if (S.attn_scale_on_query)
-        for (int64_t d = 0; d < q_dim; ++d) q[d] *= S.attn_scale;
-      if (!own_kv) return;
-      if (S.k_as_v) std::copy(k, k + kv_dim, v);  // the raw projection, before K's norm and rope
-      if (S.qk_norm)
-        for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(k + h * head_dim, L.k_norm.data(), k + h * head_dim, head_dim, hp.rms_eps);
-      if (S.v_norm)
-        for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(v + h * head_dim, ones_.data(), v + h * head_dim, head_dim, hp.rms_eps);
-      ops.rope(k, S.n_head_kv, head_dim, rope.row(i), rope.n_rot(), rope.neox());
-      // Store this token's key and value where its block table says position `pos` lives.
-      const int32_t pos = batch.positions[i];
-      const auto& table = tables_of(l)[static_cast<size_t>(batch.seq_index[i])];
-      const int32_t block = table[pos / block_size];
-      if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
-        uint16_t* k16 = kv.key_f16(l, block, pos % block_size);
-        uint16_t* v16 = kv.value_f16(l, block, pos % block_size);
-        for (int64_t d = 0; d < kv_dim; ++d) k16[d] = f32_to_f16(k[d]);
-        for (int64_t d = 0; d < kv_dim; ++d) v16[d] = f32_to_f16(v[d]);
-      } else {
-        std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
-        std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
-      }
-    });
-
-    // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
-    // each loaded key/value row; it is split only when there are too few units to keep every thread
-    // busy (decode of one token). A head's result does not depend on the split.
-    int64_t heads_per_unit = group;
-    while (heads_per_unit % 2 == 0 && n * S.n_head / heads_per_unit < 2 * n_threads) heads_per_unit /= 2;
-    const int64_t units_per_kv_head = group / heads_per_unit;
-    const int64_t n_units = n * S.n_head_kv * units_per_kv_head;
-    int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
-    for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * S.n_head;
-    const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
-    const int64_t kv_layer = S.kv_source;
-    // Every token attends to its sequence's positions up to its own (all written by now), or the
-    // last sliding_window of them.
-    auto attend = [&](int64_t unit, int thread) {
-      const int64_t i = unit / (S.n_head_kv * units_per_kv_head);
-      const int64_t kv_head = unit / units_per_kv_head % S.n_head_kv;
-      const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
-      AttentionArgs a;
-      a.q = &s.q[i * q_dim + first_head * head_dim];
-      a.out = &s.attn[i * q_dim + first_head * head_dim];
-      a.n_q = heads_per_unit;
-      a.head_dim = head_dim;
-      if (kv_f16) {
-        a.keys_f16 = kv.key_f16(kv_layer, 0, 0) + kv_head * head_dim;
-        a.values_f16 = kv.value_f16(kv_layer, 0, 0) + kv_head * head_dim;
-      } else {
-        a.keys = kv.key(kv_layer, 0, 0) + kv_head * head_dim;
-        a.values = kv.value(kv_layer, 0, 0) + kv_head * head_dim;
-      }
-      a.kv_dim = kv_stride;
-      a.block_table = tables_of(kv_layer)[static_cast<size_t>(batch.seq_index[i])].data();
-      a.block_size = block_size;
-      a.n_positions = batch.positions[i] + 1;
-      a.first_position = S.sliding_window > 0 ? std::max<int64_t>(0, a.n_positions - S.sliding_window) : 0;
-      a.scale = S.attn_scale_on_query ? 1.0f : S.attn_scale;
-      a.softcap = S.attn_softcap;
-      a.scores = &s.scores[static_cast<size_t>(thread * group_max * n_positions_max)];
-      (kv_f16 ? ops.attention_f16 : ops.attention)(a);
-    };
-    const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (parallel_attention) {
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic)
-      for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
+    if (S.delta_net) {  // Qwen3.5: a recurrent mixer instead of attention (forward_delta_net.cpp)
+      delta_net_layer(l, batch, kv, s.xn.data(), s.proj.data(), n_threads);
     } else {
-      for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
+      if (S.attn_output_gate) {  // rows per head: query, then gate
+        s.q_and_gate.resize(static_cast<size_t>(n * 2 * q_dim));
+        s.attn_gate.resize(static_cast<size_t>(n * q_dim));
+        matmul(*kernels_, L.wq, s.xn.data(), n, s.q_and_gate.data(), n_threads, s.matmul);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t h = 0; h < S.n_head; ++h) {
+            const float* both = &s.q_and_gate[(i * S.n_head + h) * 2 * head_dim];
+            std::copy_n(both, head_dim, &s.q[i * q_dim + h * head_dim]);
+            std::copy_n(both + head_dim, head_dim, &s.attn_gate[i * q_dim + h * head_dim]);
+          }
+      } else {
+        matmul(*kernels_, L.wq, s.xn.data(), n, s.q.data(), n_threads, s.matmul);
+      }
+      if (own_kv) {
+        matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
+        if (!S.k_as_v) matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
+      }
+      for_each_token(n, q_dim + 2 * kv_dim, n_threads, [&](int64_t i) {
+        float* q = &s.q[i * q_dim];   // [n_head, head_dim]
+        float* k = &s.k[i * kv_dim];  // [n_head_kv, head_dim]
+        float* v = &s.v[i * kv_dim];  // [n_head_kv, head_dim]
+        if (S.qkv_bias) {
+          ops.add(q, L.bq.data(), q_dim);
+          if (own_kv) {
+            ops.add(k, L.bk.data(), kv_dim);
+            ops.add(v, L.bv.data(), kv_dim);
+          }
+        }
+        if (S.qk_norm)
+          for (int64_t h = 0; h < S.n_head; ++h) ops.rms_norm(q + h * head_dim, L.q_norm.data(), q + h * head_dim, head_dim, hp.rms_eps);
+        ops.rope(q, S.n_head, head_dim, rope.row(i), rope.n_rot(), rope.neox());
+        if (S.attn_scale_on_query)
+          for (int64_t d = 0; d < q_dim; ++d) q[d] *= S.attn_scale;
+        if (!own_kv) return;
+        if (S.k_as_v) std::copy(k, k + kv_dim, v);  // the raw projection, before K's norm and rope
+        if (S.qk_norm)
+          for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(k + h * head_dim, L.k_norm.data(), k + h * head_dim, head_dim, hp.rms_eps);
+        if (S.v_norm)
+          for (int64_t h = 0; h < S.n_head_kv; ++h) ops.rms_norm(v + h * head_dim, ones_.data(), v + h * head_dim, head_dim, hp.rms_eps);
+        ops.rope(k, S.n_head_kv, head_dim, rope.row(i), rope.n_rot(), rope.neox());
+        // Store this token's key and value where its block table says position `pos` lives.
+        const int32_t pos = batch.positions[i];
+        const auto& table = tables_of(l)[static_cast<size_t>(batch.seq_index[i])];
+        const int32_t block = table[pos / block_size];
+        if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
+          uint16_t* k16 = kv.key_f16(l, block, pos % block_size);
+          uint16_t* v16 = kv.value_f16(l, block, pos % block_size);
+          for (int64_t d = 0; d < kv_dim; ++d) k16[d] = f32_to_f16(k[d]);
+          for (int64_t d = 0; d < kv_dim; ++d) v16[d] = f32_to_f16(v[d]);
+        } else {
+          std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
+          std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
+        }
+      });
+
+      // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
+      // each loaded key/value row; it is split only when there are too few units to keep every thread
+      // busy (decode of one token). A head's result does not depend on the split.
+      int64_t heads_per_unit = group;
+      while (heads_per_unit % 2 == 0 && n * S.n_head / heads_per_unit < 2 * n_threads) heads_per_unit /= 2;
+      const int64_t units_per_kv_head = group / heads_per_unit;
+      const int64_t n_units = n * S.n_head_kv * units_per_kv_head;
+      int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
+      for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * S.n_head;
+      const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
+      const int64_t kv_layer = S.kv_source;
+      // Every token attends to its sequence's positions up to its own (all written by now), or the
+      // last sliding_window of them.
+      auto attend = [&](int64_t unit, int thread) {
+        const int64_t i = unit / (S.n_head_kv * units_per_kv_head);
+        const int64_t kv_head = unit / units_per_kv_head % S.n_head_kv;
+        const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
+        AttentionArgs a;
+        a.q = &s.q[i * q_dim + first_head * head_dim];
+        a.out = &s.attn[i * q_dim + first_head * head_dim];
+        a.n_q = heads_per_unit;
+        a.head_dim = head_dim;
+        if (kv_f16) {
+          a.keys_f16 = kv.key_f16(kv_layer, 0, 0) + kv_head * head_dim;
+          a.values_f16 = kv.value_f16(kv_layer, 0, 0) + kv_head * head_dim;
+        } else {
+          a.keys = kv.key(kv_layer, 0, 0) + kv_head * head_dim;
+          a.values = kv.value(kv_layer, 0, 0) + kv_head * head_dim;
+        }
+        a.kv_dim = kv_stride;
+        a.block_table = tables_of(kv_layer)[static_cast<size_t>(batch.seq_index[i])].data();
+        a.block_size = block_size;
+        a.n_positions = batch.positions[i] + 1;
+        a.first_position = S.sliding_window > 0 ? std::max<int64_t>(0, a.n_positions - S.sliding_window) : 0;
+        a.scale = S.attn_scale_on_query ? 1.0f : S.attn_scale;
+        a.softcap = S.attn_softcap;
+        a.scores = &s.scores[static_cast<size_t>(thread * group_max * n_positions_max)];
+        (kv_f16 ? ops.attention_f16 : ops.attention)(a);
+      };
+      const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      if (parallel_attention) {
+  #pragma omp parallel for num_threads(n_threads) schedule(dynamic)
+        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
+      } else {
+        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
+      }
+      if (profile_)
+        profile_->attention_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - attention_start).count();
+      if (S.attn_output_gate)
+        for (int64_t e = 0; e < n * q_dim; ++e) s.attn[e] *= 1.0f / (1.0f + std::exp(-s.attn_gate[e]));
+      matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
     }
-    if (profile_)
-      profile_->attention_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - attention_start).count();
-    matmul(*kernels_, L.wo, s.attn.data(), n, s.proj.data(), n_threads, s.matmul);
     add_sub_block(L.post_attention_norm);
 
     // --- feed-forward ---
@@ -293,6 +329,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
     if (S.output_scale)
       for (float& value : s.x) value *= L.output_scale;
   }
+
+  for (const auto& [slot, tokens] : state_after) kv.set_state_tokens(slot, tokens);
 
   const int64_t n_out = batch.n_outputs();
   if (n_out == 0) return;

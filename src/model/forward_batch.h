@@ -16,6 +16,10 @@ struct ForwardBatch {
   // pool; entries of blocks wholly before a token's window may be −1 (freed).
   std::vector<std::vector<int32_t>> window_block_tables;
   std::vector<int32_t> output_rows;  // indices into tokens whose logits are wanted, in output order
+  // Only for a model with recurrent layers (Qwen3.5): [n_seqs] the KvCache state slot of each
+  // sequence. A sequence's tokens must then come in order with consecutive positions, the first one
+  // continuing its slot's state (position = the slot's state_tokens) or restarting it (position 0).
+  std::vector<int32_t> state_slots;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const { return static_cast<int64_t>(output_rows.size()); }

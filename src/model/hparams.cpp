@@ -21,6 +21,12 @@ bool HParams::any_sliding_window() const {
   return false;
 }
 
+bool HParams::has_recurrent_layers() const {
+  for (const LayerSpec& l : layers)
+    if (l.delta_net) return true;
+  return false;
+}
+
 const char* activation_name(Activation a) { return a == Activation::Gelu ? "gelu" : "silu"; }
 
 HParams HParams::from_gguf(const GgufFile& file, int64_t n_ctx) {
@@ -67,6 +73,13 @@ HParams HParams::from_gguf(const GgufFile& file, int64_t n_ctx) {
             "a KV-shared layer must read a layer of its own kind and shape" + at);
     require(!l.moe() || (l.n_expert_used > 0 && l.n_expert_used <= l.n_expert && l.n_expert <= 1024),
             "expert_used_count must be in 1..expert_count (≤ 1024)" + at);
+  }
+  if (hp.has_recurrent_layers()) {
+    const DeltaNetSpec& d = hp.delta_net;
+    require(d.n_k_heads > 0 && d.n_v_heads > 0 && d.n_v_heads % d.n_k_heads == 0,
+            "ssm.group_count must divide ssm.time_step_rank");
+    require(d.head_dim > 0 && d.head_dim <= 1024, "ssm.state_size must be in 1..1024");
+    require(d.conv_kernel >= 1 && d.conv_kernel <= 64, "ssm.conv_kernel must be in 1..64");
   }
   for (const RopeSpec& r : hp.ropes)
     require(r.freq_base > 0.0f && r.freq_scale > 0.0f && std::isfinite(r.attn_factor), "rope base and scales must be positive");

@@ -1,6 +1,6 @@
 // The description of a decoder-only transformer, read from GGUF metadata "<arch>.*": the model-wide
 // numbers and, per layer, how that layer computes. The forward pass (forward.cpp) is one function
-// over this description; a family (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma4) is
+// over this description; a family (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma4, qwen35) is
 // only a way of filling it in (architecture_families.cpp), never a forward pass of its own.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace nucleus {
 
 class GgufFile;
 
-enum class Architecture { Llama, Qwen2, Qwen3, Qwen3Moe, Phi3, Gemma2, Gemma3, Gemma4 };
+enum class Architecture { Llama, Qwen2, Qwen3, Qwen3Moe, Phi3, Gemma2, Gemma3, Gemma4, Qwen35 };
 
 // The FFN's gate activation: SiLU (SwiGLU) or the tanh GELU (GeGLU, Gemma; through llama.cpp's
 // f16 table, ops.h).
@@ -54,11 +54,30 @@ struct LayerSpec {
   int64_t n_expert_used = 0;
   bool per_layer_input = false;  // Gemma 4: x += norm(Wproj · (gelu(Winp_gate · x) ⊙ per-layer input))
   bool output_scale = false;     // Gemma 4: x *= layer_output_scale after the layer
+  // Qwen3.5: the mixer is a gated delta-net (HParams::delta_net, model/delta_net.h) with a recurrent
+  // state per sequence instead of attention; the attention fields above are then unused.
+  bool delta_net = false;
+  bool attn_output_gate = false;  // Qwen3.5: Wq·h is [n_head, 2·head_dim] (query, then gate); out ⊙= sigmoid(gate)
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   bool stores_kv(int64_t layer) const { return kv_source == layer; }
   bool moe() const { return n_expert > 0; }
+};
+
+// Qwen3.5's gated delta-net layers (model/delta_net.h): Hk key heads and Hv value heads of size S,
+// value head j reading key head j mod Hk; a causal depthwise conv of conv_kernel taps over q|k|v.
+struct DeltaNetSpec {
+  int64_t n_k_heads = 0;    // ssm.group_count
+  int64_t n_v_heads = 0;    // ssm.time_step_rank
+  int64_t head_dim = 0;     // ssm.state_size (key and value head size S)
+  int64_t conv_kernel = 0;  // ssm.conv_kernel
+
+  int64_t key_dim() const { return n_k_heads * head_dim; }
+  int64_t value_dim() const { return n_v_heads * head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // channels of the conv: q | k | v
+  int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_dim(); }   // the last K−1 inputs
+  int64_t ssm_state_floats() const { return n_v_heads * head_dim * head_dim; }  // Hv matrices S × S
 };
 
 struct HParams {
@@ -77,6 +96,8 @@ struct HParams {
   bool fused_qkv = false;        // attn_qkv holds Q, K and V rows (Phi-3)
   bool fused_gate_up = false;    // ffn_up holds gate then up rows (Phi-3)
   bool output_always_tied = false;  // the lm_head is token_embd even if output.weight exists (never read)
+  std::string ffn_norm_tensor = "ffn_norm";  // Qwen3.5 names its pre-FFN norm "post_attention_norm"
+  DeltaNetSpec delta_net;           // when any layer has LayerSpec::delta_net
   std::vector<RopeSpec> ropes;
   std::vector<LayerSpec> layers;  // [n_layer]
   // Tensors the file may carry that this description does not read, each with the reason it is a
@@ -89,6 +110,7 @@ struct HParams {
   // Row width of the KV cache: the widest layer's n_head_kv · head_dim (narrower layers use a prefix).
   int64_t kv_dim() const;
   bool any_sliding_window() const;
+  bool has_recurrent_layers() const;  // any gated delta-net layer: a per-sequence state beside the KV cache
 
   // Reads and validates everything; throws Error naming the file and the key for anything missing,
   // out of range, or present but not implemented (an architecture key this description does not use).

@@ -1,9 +1,11 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
 
 #include "core/error.h"
+#include "model/hparams.h"
 
 namespace nucleus {
 
@@ -13,15 +15,35 @@ KvType parse_kv_type(const std::string& name, const std::string& flag) {
   throw Error(flag + ": '" + name + "' is not a KV element type (expected f32 or f16)");
 }
 
+RecurrentStateShape recurrent_state_shape(const HParams& hp, int64_t num_slots) {
+  RecurrentStateShape r;
+  if (!hp.has_recurrent_layers()) return r;
+  r.num_slots = num_slots;
+  r.conv_floats = hp.delta_net.conv_state_floats();
+  r.ssm_floats = hp.delta_net.ssm_state_floats();
+  for (const LayerSpec& l : hp.layers) r.layers.push_back(l.delta_net);
+  return r;
+}
+
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   if (!shape.window_layers.empty() && static_cast<int64_t>(shape.window_layers.size()) != shape.n_layer)
     throw Error("KV cache: window_layers must name every layer");
+  const RecurrentStateShape& r = shape.recurrent;
+  const bool recurrent = r.num_slots > 0;
+  if (recurrent && static_cast<int64_t>(r.layers.size()) != shape.n_layer)
+    throw Error("KV cache: recurrent.layers must name every layer");
+  auto is_recurrent = [&](int64_t l) { return recurrent && r.layers[static_cast<size_t>(l)]; };
+  state_layer_.assign(static_cast<size_t>(shape.n_layer), -1);
+  int64_t n_recurrent = 0;
+  for (int64_t l = 0; l < shape.n_layer; ++l)
+    if (is_recurrent(l)) state_layer_[static_cast<size_t>(l)] = n_recurrent++;
   const size_t block_elements = static_cast<size_t>(shape.block_size * shape.kv_dim);
   places_.resize(static_cast<size_t>(shape.n_layer));
   const bool windowed = !shape.window_layers.empty() && shape.num_window_blocks > 0;
   size_t n = 0;
   for (int64_t l = 0; l < shape.n_layer; ++l) {  // the main pool's layers first
     if (windowed && shape.window_layers[static_cast<size_t>(l)]) continue;
+    if (is_recurrent(l)) continue;  // no K/V rows: its state lives in recurrent_
     places_[static_cast<size_t>(l)] = {n, false};
     n += static_cast<size_t>(shape.num_blocks) * block_elements;
   }
@@ -38,6 +60,8 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
       k_.assign(n, 0.0f);
       v_.assign(n, 0.0f);
     }
+    recurrent_.assign(static_cast<size_t>(n_recurrent * r.num_slots * (r.conv_floats + r.ssm_floats)), 0.0f);
+    state_tokens_.assign(static_cast<size_t>(std::max<int64_t>(0, r.num_slots)), 0);
   } catch (const std::bad_alloc&) {
     throw Error("cannot allocate the KV cache (" + std::to_string(2 * n * static_cast<size_t>(kv_type_bytes(shape.type)) >> 20) +
                 " MiB)");

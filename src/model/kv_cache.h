@@ -16,12 +16,26 @@
 
 namespace nucleus {
 
+struct HParams;
+
 enum class KvType { f32, f16 };
 
 inline int64_t kv_type_bytes(KvType t) { return t == KvType::f16 ? 2 : 4; }
 inline const char* kv_type_name(KvType t) { return t == KvType::f16 ? "f16" : "f32"; }
 // "f32" or "f16"; throws Error naming `flag` and the value otherwise.
 KvType parse_kv_type(const std::string& name, const std::string& flag = "--kv-type");
+
+// Recurrent layers (Qwen3.5's gated delta-net) keep no K/V rows: each sequence has a fixed-size
+// state per such layer instead — the last conv_kernel − 1 conv inputs and Hv matrices of S × S —
+// in one of num_slots state slots, reached through ForwardBatch::state_slots. A slot also records
+// how many tokens its state has absorbed, so a batch can only continue a state where it stopped
+// (or restart it at position 0): a recurrent state cannot be rolled back, only recomputed.
+struct RecurrentStateShape {
+  int64_t num_slots = 0;          // 0: no recurrent state (a model without recurrent layers)
+  int64_t conv_floats = 0;        // per layer and slot: [conv_kernel − 1, conv_dim]
+  int64_t ssm_floats = 0;         // per layer and slot: [n_v_heads, S (value), S (key)]
+  std::vector<bool> layers = {};  // [n_layer] true: a recurrent layer (it has no K/V rows)
+};
 
 struct KvCacheShape {
   int64_t n_layer = 0;
@@ -35,7 +49,12 @@ struct KvCacheShape {
   // theirs. Empty: every layer lives in the main pool.
   std::vector<bool> window_layers = {};  // [n_layer] true: this layer's K/V live in the window pool
   int64_t num_window_blocks = 0;
+  RecurrentStateShape recurrent = {};
 };
+
+// The recurrent state a model with recurrent layers needs for num_slots sequences (an empty shape
+// for other models).
+RecurrentStateShape recurrent_state_shape(const HParams& hp, int64_t num_slots);
 
 class KvCache {
  public:
@@ -60,7 +79,20 @@ class KvCache {
   const uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot) const { return k16_.data() + offset(layer, block, slot); }
   const uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot) const { return v16_.data() + offset(layer, block, slot); }
 
+  // Recurrent state (shape().recurrent): per recurrent layer and slot.
+  bool has_recurrent_state() const { return shape_.recurrent.num_slots > 0; }
+  float* conv_state(int64_t layer, int64_t slot) { return recurrent_.data() + state_offset(layer, slot); }
+  float* ssm_state(int64_t layer, int64_t slot) { return conv_state(layer, slot) + shape_.recurrent.conv_floats; }
+  // Tokens the slot's state has absorbed (positions 0 .. n−1); −1 after a step that failed midway.
+  int64_t state_tokens(int64_t slot) const { return state_tokens_[static_cast<size_t>(slot)]; }
+  void set_state_tokens(int64_t slot, int64_t n) { state_tokens_[static_cast<size_t>(slot)] = n; }
+  size_t recurrent_state_bytes() const { return recurrent_.size() * sizeof(float); }
+
  private:
+  size_t state_offset(int64_t layer, int64_t slot) const {
+    const RecurrentStateShape& r = shape_.recurrent;
+    return static_cast<size_t>((state_layer_[static_cast<size_t>(layer)] * r.num_slots + slot) * (r.conv_floats + r.ssm_floats));
+  }
   size_t offset(int64_t layer, int64_t block, int64_t slot) const {
     const LayerPlace& p = places_[static_cast<size_t>(layer)];
     return p.base + static_cast<size_t>((block * shape_.block_size + slot) * shape_.kv_dim);
@@ -77,6 +109,10 @@ class KvCache {
   std::vector<float> v_;
   std::vector<uint16_t> k16_;  // f16: the same layout
   std::vector<uint16_t> v16_;  // f16: the same layout
+  // [n_recurrent_layers, num_slots, conv_floats + ssm_floats]
+  std::vector<float> recurrent_;
+  std::vector<int64_t> state_layer_;   // [n_layer] index among the recurrent layers, −1 for others
+  std::vector<int64_t> state_tokens_;  // [num_slots]
 };
 
 }  // namespace nucleus

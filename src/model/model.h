@@ -34,6 +34,15 @@ struct LayerWeights {
   WeightMatrix inp_gate, proj;             // per-layer input (Gemma 4): [n_embd → P], [P → n_embd]
   std::vector<float> post_norm;            // per-layer input: [n_embd]
   float output_scale = 1.0f;               // Gemma 4: layer_output_scale
+  // Gated delta-net (Qwen3.5; shapes from HParams::delta_net, conv_dim = 2·key_dim + value_dim):
+  WeightMatrix ssm_in;                     // attn_qkv: [n_embd → conv_dim] rows q | k | v
+  WeightMatrix ssm_z;                      // attn_gate: [n_embd → value_dim] the output gate z
+  WeightMatrix ssm_beta, ssm_alpha;        // [n_embd → n_v_heads] each
+  WeightMatrix ssm_out;                    // [value_dim → n_embd]
+  std::vector<float> ssm_conv;             // ssm_conv1d: [conv_dim, conv_kernel]
+  std::vector<float> ssm_dt_bias;          // [n_v_heads]
+  std::vector<float> ssm_a;                // [n_v_heads] −exp(A_log), negative
+  std::vector<float> ssm_norm;             // [head_dim] the gated RMS norm's weight
 
   // Every matrix a forward pass multiplies by (the ones present), for packing, copies and byte counts.
   std::vector<const WeightMatrix*> matrices() const;
@@ -93,6 +102,10 @@ class Model {
   void validate(const ForwardBatch& batch, const KvCache& kv) const;
   void compute_per_layer_inputs(const ForwardBatch& batch, int n_threads);
   void add_per_layer_input(int64_t layer, int64_t n_tokens, int n_threads);
+  // Gated delta-net mixer of `layer` (forward_delta_net.cpp): out[n, n_embd] from xn[n, n_embd],
+  // each sequence's state read from and written back to its slot in kv.
+  void delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& kv, const float* xn, float* out, int n_threads);
+  void validate_recurrent(const ForwardBatch& batch, const KvCache& kv) const;
 
   std::shared_ptr<const GgufFile> file_;  // shared with share_weights() copies
   HParams hparams_;
@@ -100,6 +113,8 @@ class Model {
   const DotKernels* kernels_ = nullptr;
   std::vector<float> ones_;  // [max head_dim] the weight of an unweighted RMS norm (Gemma 4's V-norm)
   std::shared_ptr<Scratch> scratch_;
+  struct DeltaNetScratch;
+  std::shared_ptr<DeltaNetScratch> delta_scratch_;
   StepProfile* profile_ = nullptr;
   bool weights_moved_ = false;
 };

@@ -89,6 +89,23 @@ class TensorBinder {
     return v;
   }
 
+  // A small tensor of any shape (e.g. a conv kernel) copied to f32, ne0 fastest.
+  std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) {
+    const TensorInfo& t = require(name, shape);
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    if (!matmul_supports(t.type) || t.ne[0] % ggml_block_size(t.type) != 0)
+      throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " + ggml_type_name(t.type));
+    std::vector<float> v(static_cast<size_t>(count));
+    const int64_t rows = count / t.ne[0];
+    const size_t row_bytes = ggml_row_size(t.type, t.ne[0]);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * row_bytes, v.data() + r * t.ne[0], t.ne[0]);
+    for (float x : v)
+      if (!std::isfinite(x)) throw Error(file_.path() + ": tensor '" + name + "' holds a value that is not finite");
+    return v;
+  }
+
   void ignore(const std::string& name) {
     if (find(name)) used_.insert(name);
   }
@@ -112,19 +129,30 @@ void bind_layer(TensorBinder& bind, const HParams& hp, int64_t il, LayerWeights&
   const int64_t E = hp.n_embd, q_dim = spec.q_dim(), kv_dim = spec.kv_dim(), ff = spec.n_ff;
   const bool own_kv = spec.stores_kv(il);
   L.attn_norm = bind.vector(p + "attn_norm.weight", E);
-  if (hp.fused_qkv) {
+  if (spec.delta_net) {  // Qwen3.5's gated delta-net mixer instead of attention
+    const DeltaNetSpec& d = hp.delta_net;
+    L.ssm_in = bind.matrix(p + "attn_qkv.weight", E, d.conv_dim());
+    L.ssm_z = bind.matrix(p + "attn_gate.weight", E, d.value_dim());
+    L.ssm_beta = bind.matrix(p + "ssm_beta.weight", E, d.n_v_heads);
+    L.ssm_alpha = bind.matrix(p + "ssm_alpha.weight", E, d.n_v_heads);
+    L.ssm_out = bind.matrix(p + "ssm_out.weight", d.value_dim(), E);
+    L.ssm_conv = bind.floats(p + "ssm_conv1d.weight", {d.conv_kernel, d.conv_dim()});
+    L.ssm_dt_bias = bind.vector(p + "ssm_dt.bias", d.n_v_heads);
+    L.ssm_a = bind.vector(p + "ssm_a", d.n_v_heads);
+    L.ssm_norm = bind.vector(p + "ssm_norm.weight", d.head_dim);
+  } else if (hp.fused_qkv) {
     const WeightMatrix qkv = bind.matrix(p + "attn_qkv.weight", E, q_dim + 2 * kv_dim);  // rows: Q, then K, then V
     L.wq = TensorBinder::rows(qkv, 0, q_dim);
     L.wk = TensorBinder::rows(qkv, q_dim, kv_dim);
     L.wv = TensorBinder::rows(qkv, q_dim + kv_dim, kv_dim);
   } else {
-    L.wq = bind.matrix(p + "attn_q.weight", E, q_dim);
+    L.wq = bind.matrix(p + "attn_q.weight", E, spec.attn_output_gate ? 2 * q_dim : q_dim);
     if (own_kv) {
       L.wk = bind.matrix(p + "attn_k.weight", E, kv_dim);
       if (!spec.k_as_v) L.wv = bind.matrix(p + "attn_v.weight", E, kv_dim);
     }
   }
-  L.wo = bind.matrix(p + "attn_output.weight", q_dim, E);
+  if (!spec.delta_net) L.wo = bind.matrix(p + "attn_output.weight", q_dim, E);
   if (spec.qkv_bias) {
     L.bq = bind.vector(p + "attn_q.bias", q_dim);
     L.bk = bind.vector(p + "attn_k.bias", kv_dim);
@@ -135,7 +163,7 @@ void bind_layer(TensorBinder& bind, const HParams& hp, int64_t il, LayerWeights&
     if (own_kv) L.k_norm = bind.vector(p + "attn_k_norm.weight", spec.head_dim);
   }
   if (spec.post_attention_norm) L.post_attention_norm = bind.vector(p + "post_attention_norm.weight", E);
-  L.ffn_norm = bind.vector(p + "ffn_norm.weight", E);
+  L.ffn_norm = bind.vector(p + hp.ffn_norm_tensor + ".weight", E);
   if (spec.moe()) {
     L.router = bind.matrix(p + "ffn_gate_inp.weight", E, spec.n_expert);
     const auto gate = bind.stacked(p + "ffn_gate_exps.weight", E, ff, spec.n_expert);
@@ -165,7 +193,8 @@ void bind_layer(TensorBinder& bind, const HParams& hp, int64_t il, LayerWeights&
 
 std::vector<const WeightMatrix*> LayerWeights::matrices() const {
   std::vector<const WeightMatrix*> out;
-  for (const WeightMatrix* m : {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down, &router, &inp_gate, &proj})
+  for (const WeightMatrix* m : {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down, &router, &inp_gate, &proj, &ssm_in, &ssm_z,
+                                &ssm_beta, &ssm_alpha, &ssm_out})
     if (m->data) out.push_back(m);
   for (const ExpertWeights& e : experts)
     for (const WeightMatrix* m : {&e.w_gate, &e.w_up, &e.w_down}) out.push_back(m);

@@ -13,7 +13,9 @@ namespace nucleus {
 namespace {
 constexpr int64_t kBlockSize = 16;
 KvCacheShape contiguous_shape(const HParams& hp, int64_t n_ctx) {
-  return KvCacheShape{hp.n_layer, (n_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, hp.kv_dim()};
+  KvCacheShape shape{hp.n_layer, (n_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, hp.kv_dim()};
+  shape.recurrent = recurrent_state_shape(hp, 1);  // one slot for this one sequence (recurrent models)
+  return shape;
 }
 }  // namespace
 
@@ -32,6 +34,13 @@ const std::vector<float>& SequenceRunner::feed(std::span<const int32_t> tokens, 
                 std::to_string(n_ctx_));
   ForwardBatch batch;
   batch.block_tables.push_back(block_table_);
+  if (kv_.has_recurrent_state()) {
+    batch.state_slots.push_back(0);
+    // After a rollback the recurrent state is ahead of n_past (it cannot be rolled back): the kept
+    // prefix is recomputed, in this same step, from position 0.
+    if (kv_.state_tokens(0) != n_past)
+      for (int64_t i = 0; i < n_past; ++i) batch.add(cached_tokens_[static_cast<size_t>(i)], static_cast<int32_t>(i), 0, false);
+  }
   for (int64_t i = 0; i < n; ++i)
     batch.add(tokens[static_cast<size_t>(i)], static_cast<int32_t>(n_past + i), 0, all_logits || i + 1 == n);
   logits_.resize(static_cast<size_t>(batch.n_outputs() * model_.hparams().n_vocab));

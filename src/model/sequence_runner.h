@@ -6,6 +6,10 @@
 // pass reads positions ≤ the one it computes, so entries past n_past are dead until overwritten
 // by the next feed. It owns block table [0, 1, 2, ...] over its own pool, the same block-table
 // forward as the batching engine.
+//
+// A model with recurrent layers (Qwen3.5) also keeps one recurrent state slot. That state cannot be
+// rolled back: after truncate the next feed recomputes the kept prefix from position 0 in the same
+// forward step (correct, at the cost of a prefill of the prefix).
 #pragma once
 #include <cstdint>
 #include <span>

@@ -34,14 +34,15 @@ void fill_row(float* out, int64_t n, uint64_t tensor_key, int64_t row, float sca
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& output_path, int n_threads) {
   const std::string& arch = spec.arch;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "phi3" && arch != "gemma2" &&
-      arch != "gemma3" && arch != "gemma4")
-    throw Error("synth: --arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3 or gemma4, not '" + arch + "'");
+      arch != "gemma3" && arch != "gemma4" && arch != "qwen35")
+    throw Error("synth: --arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma4 or qwen35, not '" + arch + "'");
   if (spec.experts > 0 && ((arch != "llama" && arch != "qwen3moe") || spec.experts_used < 1 || spec.experts_used > spec.experts))
     throw Error("synth: --experts needs --arch llama or qwen3moe and 1 <= --experts-used <= --experts");
   if (arch == "qwen3moe" && spec.experts == 0) throw Error("synth: --arch qwen3moe needs --experts N");
   const bool gemma4 = arch == "gemma4";
   const bool gemma = arch == "gemma2" || arch == "gemma3" || gemma4;
-  const bool qk_norm = arch == "gemma3" || gemma4 || arch == "qwen3" || arch == "qwen3moe";
+  const bool qwen35 = arch == "qwen35";
+  const bool qk_norm = arch == "gemma3" || gemma4 || arch == "qwen3" || arch == "qwen3moe" || qwen35;
   const bool tied_output = arch == "qwen2" || gemma;
   if (spec.dim <= 0 || spec.layers <= 0 || spec.heads <= 0 || spec.kv_heads <= 0 || spec.ffn <= 0 ||
       spec.dim % spec.heads != 0 || spec.heads % spec.kv_heads != 0 || (spec.dim / spec.heads) % 2 != 0)
@@ -72,6 +73,31 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
     writer.set(p + "attention.key_length", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
     writer.set(p + "attention.value_length", MetaValue::u32(static_cast<uint32_t>(spec.dim / spec.heads)));
     writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
+  }
+  // Qwen3.5 (hybrid): every 4th layer gated attention (heads × dim/heads, a query and a gate per head,
+  // QK-norm, rope on a quarter of the head), the others gated delta-net with kv_heads key heads and
+  // heads value heads of size dim/heads and a 4-tap conv.
+  const int64_t ssm_state = spec.dim / spec.heads, ssm_k_heads = spec.kv_heads, ssm_v_heads = spec.heads;
+  const int64_t ssm_key_dim = ssm_k_heads * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
+  const int64_t ssm_conv_dim = 2 * ssm_key_dim + ssm_value_dim;
+  auto qwen35_recurrent = [&](int64_t il) { return (il + 1) % 4 != 0; };
+  if (qwen35) {
+    const int64_t head = spec.dim / spec.heads;
+    const int64_t n_rot = std::max<int64_t>(2, head / 4 / 2 * 2), pairs = n_rot / 2;
+    writer.set(p + "attention.key_length", MetaValue::u32(static_cast<uint32_t>(head)));
+    writer.set(p + "attention.value_length", MetaValue::u32(static_cast<uint32_t>(head)));
+    writer.set(p + "attention.layer_norm_rms_epsilon", MetaValue::f32(1e-6f));
+    writer.set(p + "rope.dimension_count", MetaValue::u32(static_cast<uint32_t>(n_rot)));
+    writer.set(p + "rope.freq_base", MetaValue::f32(1e7f));
+    writer.set(p + "rope.dimension_sections", MetaValue::i32_array({static_cast<int32_t>((pairs + 2) / 3),
+                                                                     static_cast<int32_t>((pairs + 1) / 3),
+                                                                     static_cast<int32_t>(pairs / 3), 0}));
+    writer.set(p + "ssm.conv_kernel", MetaValue::u32(4));
+    writer.set(p + "ssm.state_size", MetaValue::u32(static_cast<uint32_t>(ssm_state)));
+    writer.set(p + "ssm.group_count", MetaValue::u32(static_cast<uint32_t>(ssm_k_heads)));
+    writer.set(p + "ssm.time_step_rank", MetaValue::u32(static_cast<uint32_t>(ssm_v_heads)));
+    writer.set(p + "ssm.inner_size", MetaValue::u32(static_cast<uint32_t>(ssm_value_dim)));
+    writer.set(p + "full_attention_interval", MetaValue::u32(4));
   }
   if (gemma) {
     writer.set(p + "attention.sliding_window", MetaValue::u32(static_cast<uint32_t>(spec.window)));
@@ -172,6 +198,31 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
     const std::string b = "blk." + std::to_string(l) + ".";
     const int64_t head_dim = gemma4 && !gemma4_sliding(l) ? head_full : head_swa;
     add(b + "attn_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);
+    if (qwen35) {
+      if (qwen35_recurrent(l)) {
+        add(b + "attn_qkv.weight", spec.type, spec.dim, ssm_conv_dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_gate.weight", spec.type, spec.dim, ssm_value_dim, scale_for(spec.dim), 0.0f);
+        add(b + "ssm_conv1d.weight", GgmlType::F32, 4, ssm_conv_dim, 0.5f, 0.0f);
+        add(b + "ssm_dt.bias", GgmlType::F32, ssm_v_heads, 1, 0.5f, 0.0f);
+        add(b + "ssm_a", GgmlType::F32, ssm_v_heads, 1, 0.0f, -0.5f);
+        add(b + "ssm_beta.weight", GgmlType::F32, spec.dim, ssm_v_heads, scale_for(spec.dim), 0.0f);
+        add(b + "ssm_alpha.weight", GgmlType::F32, spec.dim, ssm_v_heads, scale_for(spec.dim), 0.0f);
+        add(b + "ssm_norm.weight", GgmlType::F32, ssm_state, 1, 0.0f, 1.0f);
+        add(b + "ssm_out.weight", spec.type, ssm_value_dim, spec.dim, scale_for(ssm_value_dim), 0.0f);
+      } else {
+        add(b + "attn_q.weight", spec.type, spec.dim, 2 * spec.dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_k.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_v.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+        add(b + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+      }
+      add(b + "post_attention_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);  // the pre-FFN norm
+      add(b + "ffn_gate.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
+      add(b + "ffn_up.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);
+      add(b + "ffn_down.weight", spec.type, spec.ffn, spec.dim, scale_for(spec.ffn), 0.0f);
+      continue;
+    }
     if (gemma4) {
       const int64_t q_dim = spec.heads * head_dim, layer_kv_dim = spec.kv_heads * head_dim;
       add(b + "attn_q.weight", spec.type, spec.dim, q_dim, scale_for(spec.dim), 0.0f);

@@ -15,7 +15,9 @@ struct SyntheticModelSpec {
   // "qwen3" (QK-norm, NEOX rope), "qwen3moe" (qwen3 with `experts` experts of ffn each), "phi3"
   // (fused QKV and gate|up), "gemma2" (GELU, post-norms, soft-caps, tied output, alternating
   // sliding-window layers), "gemma3" (gemma2 with QK-norm, no attention soft-cap, 5 local : 1 global)
-  // or "gemma4" (dense: gemma3's pattern, full layers with twice the head size and K as V)
+  // or "gemma4" (dense: gemma3's pattern, full layers with twice the head size and K as V), or
+  // "qwen35" (hybrid: 3 gated delta-net layers : 1 gated attention layer; delta-net key heads =
+  // kv_heads, value heads = heads, head size dim / heads)
   std::string arch = "llama";
   std::string vocab_path;      // GGUF whose tokenizer.* metadata is copied
   std::string chat_template;   // Jinja source for tokenizer.chat_template (empty: the vocabulary's, if any)

@@ -1,0 +1,174 @@
+#include "model/delta_net.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace nucleus {
+
+namespace {
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Runs head_body(j) for every value head, on threads when the work is worth waking them.
+template <class Body>
+void for_each_head(int64_t n_heads, int64_t work, int n_threads, const Body& head_body) {
+  if (n_threads > 1 && n_heads > 1 && work >= (1 << 15)) {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+    for (int64_t j = 0; j < n_heads; ++j) head_body(j);
+    return;
+  }
+  for (int64_t j = 0; j < n_heads; ++j) head_body(j);
+}
+
+}  // namespace
+
+void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel, const float* weight, float* state,
+                    float* out, float* window) {
+  const int64_t history = kernel - 1;
+  // window: [K−1+n, conv_dim] = the carried inputs, then this step's.
+  std::memcpy(window, state, static_cast<size_t>(history * conv_dim) * sizeof(float));
+  std::memcpy(window + history * conv_dim, m, static_cast<size_t>(n * conv_dim) * sizeof(float));
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * conv_dim;
+    for (int64_t c = 0; c < conv_dim; ++c) {
+      const float* w = weight + c * kernel;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < kernel; ++j) sum += w[j] * window[(t + j) * conv_dim + c];
+      o[c] = silu(sum);
+    }
+  }
+  std::memcpy(state, window + n * conv_dim, static_cast<size_t>(history * conv_dim) * sizeof(float));
+}
+
+void l2_normalize(float* x, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float scale = 1.0f / std::max(std::sqrt(static_cast<float>(sum)), eps);
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+void delta_net_recurrent_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, int64_t head, float* state, float* out,
+                              int64_t out_stride) {
+  const int64_t S = spec.head_dim, Hv = spec.n_v_heads;
+  const int64_t key_head = head % spec.n_k_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  for (int64_t t = 0; t < in.n_tokens; ++t) {
+    const float* q = in.q + t * in.row_stride + key_head * S;
+    const float* k = in.k + t * in.row_stride + key_head * S;
+    const float* v = in.v + t * in.row_stride + head * S;
+    const float decay = std::exp(in.g[t * Hv + head]);
+    const float beta = in.beta[t * Hv + head];
+    float* o = out + t * out_stride + head * S;
+    for (int64_t b = 0; b < S; ++b) {  // row b of the state: value index b over every key index
+      float* row = state + b * S;
+      for (int64_t a = 0; a < S; ++a) row[a] *= decay;
+      const float delta = beta * (v[b] - dot(row, k, S));
+      for (int64_t a = 0; a < S; ++a) row[a] += k[a] * delta;
+      o[b] = dot(row, q, S) * scale;
+    }
+  }
+}
+
+void delta_net_chunked_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, int64_t head, float* state, float* out,
+                            int64_t out_stride, int64_t chunk_size, std::vector<float>& scratch) {
+  const int64_t S = spec.head_dim, Hv = spec.n_v_heads;
+  const int64_t key_head = head % spec.n_k_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  const int64_t C = std::max<int64_t>(1, chunk_size);
+  // scratch: G [C] running log decay, KK [C, C] e^{G_t−G_s} k_t·k_s (s < t), QK [C, C] e^{G_t−G_s} q_t·k_s
+  // (s ≤ t), delta [C, S].
+  scratch.resize(static_cast<size_t>(C + 2 * C * C + C * S));
+  float* G = scratch.data();
+  float* KK = G + C;
+  float* QK = KK + C * C;
+  float* delta = QK + C * C;
+  auto q_of = [&](int64_t t) { return in.q + t * in.row_stride + key_head * S; };
+  auto k_of = [&](int64_t t) { return in.k + t * in.row_stride + key_head * S; };
+  for (int64_t start = 0; start < in.n_tokens; start += C) {
+    const int64_t n = std::min(C, in.n_tokens - start);
+    float running = 0.0f;
+    for (int64_t t = 0; t < n; ++t) G[t] = running += in.g[(start + t) * Hv + head];
+    for (int64_t t = 0; t < n; ++t) {
+      const float* kt = k_of(start + t);
+      const float* qt = q_of(start + t);
+      for (int64_t s = 0; s <= t; ++s) {
+        const float decay = std::exp(G[t] - G[s]);
+        const float* ks = k_of(start + s);
+        if (s < t) KK[t * C + s] = decay * dot(kt, ks, S);
+        QK[t * C + s] = decay * dot(qt, ks, S);
+      }
+    }
+    // δ_t = β_t (v_t − e^{G_t} M_0ᵀ k_t) − β_t Σ_{s<t} KK[t][s] δ_s, in order of t.
+    for (int64_t t = 0; t < n; ++t) {
+      const float* kt = k_of(start + t);
+      const float* vt = in.v + (start + t) * in.row_stride + head * S;
+      const float beta = in.beta[(start + t) * Hv + head];
+      const float gamma = std::exp(G[t]);
+      float* dt = delta + t * S;
+      for (int64_t b = 0; b < S; ++b) dt[b] = vt[b] - gamma * dot(state + b * S, kt, S);
+      for (int64_t s = 0; s < t; ++s) {
+        const float coefficient = KK[t * C + s];
+        const float* ds = delta + s * S;
+        for (int64_t b = 0; b < S; ++b) dt[b] -= coefficient * ds[b];
+      }
+      for (int64_t b = 0; b < S; ++b) dt[b] *= beta;
+    }
+    // o_t = (e^{G_t} M_0ᵀ q_t + Σ_{s≤t} QK[t][s] δ_s) / √S
+    for (int64_t t = 0; t < n; ++t) {
+      const float* qt = q_of(start + t);
+      const float gamma = std::exp(G[t]);
+      float* o = out + (start + t) * out_stride + head * S;
+      for (int64_t b = 0; b < S; ++b) o[b] = gamma * dot(state + b * S, qt, S);
+      for (int64_t s = 0; s <= t; ++s) {
+        const float coefficient = QK[t * C + s];
+        const float* ds = delta + s * S;
+        for (int64_t b = 0; b < S; ++b) o[b] += coefficient * ds[b];
+      }
+      for (int64_t b = 0; b < S; ++b) o[b] *= scale;
+    }
+    // M ← e^{G_last} M_0 + Σ_s e^{G_last−G_s} k_s δ_sᵀ
+    const float gamma_last = std::exp(G[n - 1]);
+    for (int64_t b = 0; b < S; ++b) {
+      float* row = state + b * S;
+      for (int64_t a = 0; a < S; ++a) row[a] *= gamma_last;
+    }
+    for (int64_t s = 0; s < n; ++s) {
+      const float decay = std::exp(G[n - 1] - G[s]);
+      const float* ks = k_of(start + s);
+      const float* ds = delta + s * S;
+      for (int64_t b = 0; b < S; ++b) {
+        float* row = state + b * S;
+        const float d = decay * ds[b];
+        for (int64_t a = 0; a < S; ++a) row[a] += ks[a] * d;
+      }
+    }
+  }
+}
+
+void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads) {
+  const int64_t S = spec.head_dim, out_stride = spec.value_dim();
+  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, n_threads, [&](int64_t j) {
+    delta_net_recurrent_head(spec, in, j, states + j * S * S, out, out_stride);
+  });
+}
+
+void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads,
+                       int64_t chunk_size) {
+  const int64_t S = spec.head_dim, out_stride = spec.value_dim();
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(std::max(1, n_threads)));
+  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, n_threads, [&](int64_t j) {
+    std::vector<float>& mine = scratch[static_cast<size_t>(std::min(omp_get_thread_num(), std::max(1, n_threads) - 1))];
+    delta_net_chunked_head(spec, in, j, states + j * S * S, out, out_stride, chunk_size, mine);
+  });
+}
+
+}  // namespace nucleus
