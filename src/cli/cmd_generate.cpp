@@ -13,6 +13,11 @@
 // share the prompt's prefill and KV blocks, sample i drawing with sample_seed(seed, i) (sample 0
 // equals the --n 1 run); --beams N beam search over shared, copy-on-write KV blocks
 // (SequenceGroupRunner). `nucleus speculate` is another name for `generate`.
+//
+// Structured output (--json-schema, --grammar, --regex, --choice) holds in every mode: each sequence
+// (each sample of --n, each beam) has its own matcher, and its logits are masked before the sampler
+// chain or the beam scores see them. --logprobs then reports the masked, renormalized distribution
+// (the raw source: log_softmax of the masked logits), as the server does.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -34,6 +39,7 @@
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
 #include "structured/constraint.h"
+#include "structured/token_mask.h"
 
 namespace nucleus::cli {
 
@@ -131,6 +137,7 @@ struct Setup {
   int64_t n_ctx = 0;
   int64_t budget = 0;  // tokens to generate at most
   int n_threads = 1;
+  std::shared_ptr<ConstraintTables> constraint;  // the --n, --beams and --logprobs paths' masks (null: none)
 };
 
 struct Timing {
@@ -149,25 +156,36 @@ void print_summary(const Setup& setup, const Timing& timing, uint64_t seed, int6
                static_cast<unsigned long long>(seed));
 }
 
-// One sequence's generation state: its sampler, detokenizer and stop rules.
+// One sequence's generation state: its sampler, detokenizer, stop rules and, under structured
+// output, its matcher.
 struct SampledSequence {
   int index = 0;
   SamplerChain chain;
   IncrementalDetokenizer detokenizer;
   StopChecker stop;
+  std::unique_ptr<TokenConstraint> constraint;  // null without structured output
+  std::vector<float> masked;                    // [n_vocab] the logits after the constraint's mask
   std::vector<int32_t> tokens;  // prompt + outputs, for the penalties
   std::string text;             // everything emitted
   bool done = false;
 
   SampledSequence(int index, const SamplingParams& params, const Tokenizer& tokenizer, const StopParams& stop_params,
-                  const std::vector<int32_t>& prompt)
-      : index(index), chain(params), detokenizer(tokenizer), stop(stop_params), tokens(prompt) {}
+                  const std::vector<int32_t>& prompt, std::shared_ptr<ConstraintTables> constraint_tables)
+      : index(index), chain(params), detokenizer(tokenizer), stop(stop_params), tokens(prompt) {
+    if (constraint_tables) constraint = std::make_unique<TokenConstraint>(std::move(constraint_tables));
+  }
 
   // Samples the token at output `position` from `logits` [n_vocab]; returns the text to show now.
   std::string advance(const GenerateOptions& options, const Tokenizer& tokenizer, const float* logits,
                       int64_t n_vocab, int64_t position, int32_t& token) {
     const SamplingContext context{tokens, static_cast<uint64_t>(position)};
+    if (constraint) {
+      masked.assign(logits, logits + n_vocab);
+      constraint->mask_logits(masked.data(), n_vocab);
+      logits = masked.data();
+    }
     token = chain.sample(logits, n_vocab, context);
+    if (constraint && !constraint->accept_token(token)) throw Error("internal: a masked sample broke its grammar");
     const bool end_of_generation = tokenizer.is_end_of_generation(token);
     const bool ends = end_of_generation && !options.stop.ignore_eos && position >= options.stop.min_tokens;
     if (options.logprobs.enabled() && !ends) {
@@ -179,6 +197,8 @@ struct SampledSequence {
     }
     std::string emitted = stop.on_token(end_of_generation, ends ? std::string() : detokenizer.push(token));
     tokens.push_back(token);
+    // A grammar that took its end-of-generation token allows nothing more (--ignore-eos): stop there.
+    if (!stop.finished() && constraint && constraint->ended()) emitted += stop.finish(FinishReason::stop);
     if (stop.finished()) {
       done = true;
       if (!stop.stopped_by_stop_string()) emitted += detokenizer.flush();  // an unfinished UTF-8 tail
@@ -217,7 +237,7 @@ int run_single(const GenerateOptions& options, Model& model, const Tokenizer& to
   const bool json = options.logprobs.enabled();
   SequenceRunner runner(model, static_cast<int64_t>(setup.prompt.size()) + std::max<int64_t>(setup.budget, 1),
                         setup.n_threads);
-  SampledSequence sequence(0, params, tokenizer, options.stop, setup.prompt);
+  SampledSequence sequence(0, params, tokenizer, options.stop, setup.prompt, setup.constraint);
   const int64_t n_vocab = model.hparams().n_vocab;
 
   Timing timing;
@@ -323,7 +343,7 @@ int run_samples(const GenerateOptions& options, Model& model, const Tokenizer& t
   for (int i = 0; i < n; ++i) {
     SamplingParams own = params;
     own.seed = sample_seed(*params.seed, static_cast<uint64_t>(i));
-    samples.push_back(std::make_unique<SampledSequence>(i, own, tokenizer, options.stop, setup.prompt));
+    samples.push_back(std::make_unique<SampledSequence>(i, own, tokenizer, options.stop, setup.prompt, setup.constraint));
     ids.push_back(group.fork(root));
   }
   group.release(root);
@@ -373,7 +393,8 @@ int run_beams(const GenerateOptions& options, Model& model, const Tokenizer& tok
   if (!options.stop.ignore_eos) params.end_of_generation_ids = tokenizer.end_of_generation_ids();
   Timing timing;
   BeamSearchTiming beam_timing;
-  const std::vector<BeamHypothesis> results = run_beam_search(model, setup.prompt, params, setup.n_threads, &beam_timing);
+  const std::vector<BeamHypothesis> results =
+      run_beam_search(model, setup.prompt, params, setup.n_threads, &beam_timing, setup.constraint);
   timing.prefill_seconds = beam_timing.prefill_seconds;
   timing.decode_seconds = beam_timing.decode_seconds;
 
@@ -447,9 +468,6 @@ int run_generate(GenerateOptions options) {
     throw Error("speculative decoding (--draft/--spec) runs one sequence: it cannot be combined with --n, --beams or --logprobs");
   validate_sampling_params(options.sampling);
   options.grammar = compile_structured_flags(options);
-  if (options.grammar && (beam_mode || options.n_samples > 1 || options.logprobs.enabled()))
-    throw Error("structured output (--json-schema/--grammar/--regex/--choice) runs on the engine's one-sequence path: "
-                "it cannot be combined with --n, --beams or --logprobs here (the server's n and logprobs honour it)");
 
   ModelSource source = options.source;
   source.n_ctx = options.n_ctx;  // the context the model is loaded for (Phi-3 picks its rope factors by it)
@@ -472,6 +490,8 @@ int run_generate(GenerateOptions options) {
   setup.budget = std::min<int64_t>(options.n_predict, setup.n_ctx - static_cast<int64_t>(setup.prompt.size()));
   options.stop.max_tokens = static_cast<int32_t>(setup.budget);
 
+  if (options.grammar && (beam_mode || options.n_samples > 1 || options.logprobs.enabled()))
+    setup.constraint = std::make_shared<ConstraintTables>(options.grammar, std::make_shared<const VocabularyTrie>(tokenizer));
   if (beam_mode) return run_beams(options, model, tokenizer, setup);
   if (options.n_samples > 1) return run_samples(options, model, tokenizer, setup);
   if (options.logprobs.enabled()) return run_single(options, model, tokenizer, setup);

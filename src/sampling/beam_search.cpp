@@ -127,6 +127,7 @@ std::vector<BeamHypothesis> beam_search(const BeamSearchParams& params, std::spa
       const float* row = logits.data() + b * vocab;
       double max = -INFINITY;
       for (size_t t = 0; t < vocab; ++t) max = std::max(max, static_cast<double>(row[t]));
+      if (max == -INFINITY) continue;  // every token banned (a constraint with nothing left): no extension
       double sum = 0.0;
       for (size_t t = 0; t < vocab; ++t) sum += std::exp(row[t] - max);
       const double log_normalizer = max + std::log(sum);
