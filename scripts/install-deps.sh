@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages nucleus builds and tests with. Idempotent: installs only
 # what is missing, and does nothing (no network) when everything is present.
 set -euo pipefail
-packages=(build-essential cmake pkg-config git
+packages=(build-essential cmake pkg-config git ccache
+          clang libclang-rt-dev libomp-dev  # the sanitizer build and the libFuzzer targets (fuzz/)
           libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
           googletest libgtest-dev libbenchmark-dev curl
           python3-jinja2  # the chat-template tests' reference renderer

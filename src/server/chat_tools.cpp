@@ -21,13 +21,20 @@ bool valid_function_name(const std::string& name) {
   return true;
 }
 
+// Whether object[key] is the string `value` (false when absent or of another type; json's value()
+// would throw a type_error, a 500, for a non-string member).
+bool member_equals(const ordered_json& object, const char* key, const char* value) {
+  const ordered_json* m = member(object, key);
+  return m && m->is_string() && m->get_ref<const std::string&>() == value;
+}
+
 std::string content_text(const ordered_json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (content.is_array()) {  // content parts: only text ones
     std::string text;
     for (const ordered_json& part : content) {
       const ordered_json* t = part.is_object() ? member(part, "text") : nullptr;
-      if (!part.is_object() || part.value("type", "") != "text" || !t || !t->is_string())
+      if (!part.is_object() || !member_equals(part, "type", "text") || !t || !t->is_string())
         throw invalid_param(where, "'" + where + "' parts must be {\"type\": \"text\", \"text\": string}");
       text += t->get<std::string>();
     }
@@ -83,7 +90,7 @@ ToolRequest parse_tool_request(const ordered_json& body) {
       const ordered_json& tool = (*tools)[i];
       const std::string at = "tools[" + std::to_string(i) + "]";
       if (!tool.is_object()) throw invalid_param(at, "'" + at + "' must be an object");
-      if (tool.value("type", "") != "function")
+      if (!member_equals(tool, "type", "function"))
         throw invalid_param(at + ".type", "'" + at + ".type' must be \"function\" (the only tool type supported)");
       const ordered_json* function = member(tool, "function");
       if (!function || !function->is_object()) throw invalid_param(at + ".function", "'" + at + ".function' must be an object");

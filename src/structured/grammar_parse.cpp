@@ -124,10 +124,14 @@ class GbnfParser {
     return it->second;
   }
 
+  // A rule for a group, repetition or class. Its name (for messages) is not entered in ids_: a rule
+  // the grammar itself names the same way ("x-opt-5 ::= ...") is another rule, not defined twice.
   uint32_t helper_rule(const std::string& base) {
-    const std::string name = base + "-" + std::to_string(rules_.size());
-    const uint32_t id = rule_id(name);
-    rules_[id].defined = true;
+    const auto id = static_cast<uint32_t>(rules_.size());
+    rules_.emplace_back();
+    rules_.back().first_use_line = line();
+    rules_.back().defined = true;
+    names_.push_back(base + "-" + std::to_string(id));
     return id;
   }
 

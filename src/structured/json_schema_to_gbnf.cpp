@@ -1503,6 +1503,8 @@ class SchemaCompiler {
     };
     const size_t min_items = count("minItems").value_or(0);
     const std::optional<size_t> max_items = count("maxItems");
+    // Refused here: the repetition below would otherwise be written as {m,n} with n < m.
+    if (max_items && *max_items < min_items) fail("unsatisfiable minItems > maxItems", path);
     if (schema.contains("uniqueItems") && schema["uniqueItems"] == true && !(max_items && *max_items <= 1))
       fail("unsupported keyword 'uniqueItems'", path + "/uniqueItems");
     // The tuple's schemas, then the schema of every further item (nullopt: no further items).
@@ -1588,7 +1590,7 @@ std::string json_schema_text_to_gbnf(std::string_view schema_text, const JsonSch
   nlohmann::ordered_json schema;
   try {
     schema = nlohmann::ordered_json::parse(schema_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e309
     throw Error(std::string("json_schema: the schema is not valid JSON (") + e.what() + ")");
   }
   return json_schema_to_gbnf(schema, options);

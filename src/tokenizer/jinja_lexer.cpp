@@ -230,7 +230,10 @@ class Lexer {
         ++i;
         continue;
       }
-      if (i + 1 >= source_.size()) continue;  // reported as unterminated
+      if (i + 1 >= source_.size()) {  // a backslash ending the source: reported as unterminated
+        i = source_.size();
+        continue;
+      }
       const char e = source_[i + 1];
       i += 2;
       switch (e) {

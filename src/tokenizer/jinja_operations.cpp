@@ -64,6 +64,8 @@ Value repeat(const Value& sequence, int64_t count) {
   const int64_t unit = sequence.kind == ValueKind::string ? static_cast<int64_t>(sequence.string.size())
                                                           : static_cast<int64_t>(sequence.list->size());
   if (count > 0 && unit > 0 && count > kMaxItems / unit) throw Error("repetition result too large");
+  // An empty sequence repeated is empty however large the count ('' * 4 ** 30 looped 2^60 times).
+  if (unit == 0) count = 0;
   if (sequence.kind == ValueKind::string) {
     std::string out;
     for (int64_t i = 0; i < count; ++i) out += sequence.string;
