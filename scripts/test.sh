@@ -8,7 +8,8 @@
 #   3. ThreadSanitizer (gcc): the concurrency tests only (nucleus_tsan_tests: server load, server API,
 #      async engine), with OpenMP regions capped to one thread (see CMakeLists.txt for why)
 # Compiles go through ccache when it is installed (scripts/install-deps.sh installs it), with paths
-# relative to the checkout, so a second run or a fresh clone elsewhere reuses unchanged objects.
+# relative to the checkout. Measured: 30 minutes on 2 cores from a fresh clone, cold cache
+# (2026-12-05: release 11 min, browser 20 s, ASan/UBSan 14.6 min, TSan 4.2 min).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
