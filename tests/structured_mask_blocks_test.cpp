@@ -102,6 +102,37 @@ TEST(StructuredMaskBlocks, ManyLiveStacksThroughTheDeterminizedAutomaton) {
   check_text(grammar, R"("abc-123")", kStride);
 }
 
+TEST(StructuredMaskBlocks, MasksSharedBetweenContextsAreExactInEachContext) {
+  NUCLEUS_REQUIRE_SHARED();
+  // One definition used at several depths and in several properties, formats in several places,
+  // free and bounded strings, numbers that end the value (a plain ',' or '}' returns into the
+  // context), extra keys: each rule's shared mask is computed once and resolved per context.
+  const auto grammar = schema_grammar(R"({
+    "$defs": {"node": {"type": "object", "properties": {
+        "id": {"type": "string", "format": "uuid"}, "home": {"type": "string", "format": "uri"},
+        "size": {"type": "integer"}, "label": {"type": "string", "maxLength": 6},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+    "type": "object",
+    "properties": {"root": {"$ref": "#/$defs/node"}, "spare": {"$ref": "#/$defs/node"},
+                   "when": {"type": "string", "format": "date"}, "site": {"type": "string", "format": "uri"}},
+    "required": ["root"]})");
+  const std::string text =
+      R"({"root":{"id":"0f8fad5b-d9cb-469f-a165-70867728950e","home":"https://a.example/x?y=1","size":12,"label":"ab c",)"
+      R"("kids":[{"home":"http://b.example","size":-3,"kids":[{"size":0,"label":"","x":"y"}]},{"size":7}]},)"
+      R"("spare":{"home":"ftp://c.example/","kids":[]},"when":"2024-02-29","site":"https://d.example/p"})";
+  check_text(grammar, text, kStride);
+  TokenConstraint constraint(grammar, llama3_trie());
+  auto tables = std::make_shared<ConstraintTables>(grammar, llama3_trie());
+  TokenConstraint shared(tables);
+  for (int32_t t : llama3_tokenizer().encode(text, false, false)) {
+    ASSERT_TRUE(shared.allowed_tokens().allows(t));
+    ASSERT_TRUE(shared.accept_token(t));
+  }
+  // The masks were shared: fewer shared states than states.
+  EXPECT_GT(tables->num_shared_masks(), 0u);
+  EXPECT_LT(tables->num_shared_masks(), tables->num_masks());
+}
+
 TEST(StructuredMaskBlocks, RollbackReturnsTheSameMasks) {
   NUCLEUS_REQUIRE_SHARED();
   const auto grammar = schema_grammar(

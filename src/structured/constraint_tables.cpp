@@ -23,24 +23,37 @@ ConstraintTables::ConstraintTables(std::shared_ptr<const Grammar> grammar, std::
 
 void ConstraintTables::walk(const TokenTrie& trie, uint32_t trie_node, uint32_t here, size_t depth, TokenMask& mask) {
   const TokenTrie::Node& node = trie.nodes[trie_node];
-  for (uint32_t c = node.first_child; c < node.first_child + node.num_children; ++c) {
-    const TokenTrie::Node& child = trie.nodes[c];
-    const uint32_t next = dfa_.next(here, child.byte);
-    if (next == StateDfa::kDead) continue;
-    if (child.num_children > 0 && holds_a_loop(next)) {
-      // A free string (or a union with one) from here on: no walk (allow_subtree_from_loop).
-      allow_subtree_from_loop(trie, c, depth + 1, next, mask);
-      continue;
-    }
-    for (uint32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) mask.allow(trie.tokens[t]);
-    if (child.num_children > 0) walk(trie, c, next, depth + 1, mask);
+  for (uint32_t c = node.first_child; c < node.first_child + node.num_children; ++c) step_into(trie, c, here, depth, mask);
+}
+
+void ConstraintTables::step_into(const TokenTrie& trie, uint32_t c, uint32_t here, size_t depth, TokenMask& mask) {
+  const TokenTrie::Node& child = trie.nodes[c];
+  dfa_.set_escaped(false);
+  const uint32_t next = dfa_.next(here, child.byte);
+  if (dfa_.escaped())  // what the context does after this byte: resolve()
+    escapes_.subtrees.push_back({&trie, c, static_cast<uint32_t>(depth + 1), dfa_.escape_of(here, child.byte)});
+  if (next != StateDfa::kDead) visit(trie, c, next, depth + 1, mask);
+}
+
+void ConstraintTables::visit(const TokenTrie& trie, uint32_t c, uint32_t here, size_t depth, TokenMask& mask) {
+  const TokenTrie::Node& node = trie.nodes[c];
+  if (node.num_children > 0 && holds_a_loop(here)) {
+    // A free string (or a union with one) from here on: no walk (allow_subtree_from_loop).
+    allow_subtree_from_loop(trie, c, depth, here, mask);
+    return;
   }
+  for (uint32_t t = node.first_token; t < node.first_token + node.num_tokens; ++t) mask.allow(trie.tokens[t]);
+  if (node.num_children > 0) walk(trie, c, here, depth, mask);
 }
 
 bool ConstraintTables::loops(uint32_t id) {
   if (id >= loops_.size()) loops_.resize(dfa_.size() + 64, -1);
   if (loops_[id] < 0) {
-    const bool yes = keeps_on_plain_characters(id);
+    // A step that escapes (state_dfa.h) depends on the context: then the answer is no.
+    const bool outer = dfa_.escaped();
+    dfa_.set_escaped(false);
+    const bool yes = keeps_on_plain_characters(id) && !dfa_.escaped();
+    dfa_.set_escaped(outer);
     if (id >= loops_.size()) loops_.resize(dfa_.size() + 64, -1);  // the check grew the DFA
     loops_[id] = yes ? 1 : 0;
     if (yes) {
@@ -84,10 +97,22 @@ void ConstraintTables::allow_subtree_from_loop(const TokenTrie& trie, uint32_t c
       mask.allow(token);
       continue;
     }
-    const std::string& bytes = vocabulary_->bytes_of(token);
-    uint32_t at = id;
-    for (size_t i = depth; i < bytes.size() && at != StateDfa::kDead; ++i) at = dfa_.next(at, static_cast<uint8_t>(bytes[i]));
-    if (at != StateDfa::kDead) mask.allow(token);
+    run_rest(token, depth, id, mask);
+  }
+}
+
+void ConstraintTables::run_rest(int32_t token, size_t offset, uint32_t id, TokenMask& mask) {
+  const std::string& bytes = vocabulary_->bytes_of(token);
+  const size_t open = escapes_.tokens.size();
+  for (size_t i = offset; i < bytes.size() && id != StateDfa::kDead; ++i) {
+    dfa_.set_escaped(false);
+    const uint32_t next = dfa_.next(id, static_cast<uint8_t>(bytes[i]));
+    if (dfa_.escaped()) escapes_.tokens.push_back({token, static_cast<uint32_t>(i + 1), dfa_.escape_of(id, static_cast<uint8_t>(bytes[i]))});
+    id = next;
+  }
+  if (id != StateDfa::kDead) {
+    mask.allow(token);  // some stack lives whatever the context
+    escapes_.tokens.resize(open);
   }
 }
 
@@ -170,11 +195,15 @@ uint32_t ConstraintTables::character_destination(uint32_t id, uint8_t first) {
 uint32_t ConstraintTables::uniform_destination(uint32_t id) {
   if (id >= uniform_.size()) uniform_.resize(dfa_.size() + 64, kUnknownUniform);
   if (uniform_[id] != kUnknownUniform) return uniform_[id];
+  const bool outer = dfa_.escaped();
+  dfa_.set_escaped(false);
   uint32_t to = dfa_.next(id, ' ');
   for (unsigned b = 0x21; b < 0x7F && to != kNoDestination; ++b)
     if (is_plain_ascii(b) && dfa_.next(id, static_cast<uint8_t>(b)) != to) to = kNoDestination;
   for (unsigned lead = 0xC2; lead <= 0xF4 && to != kNoDestination; ++lead)
     if (character_destination(id, static_cast<uint8_t>(lead)) != to) to = kNoDestination;
+  if (dfa_.escaped()) to = kNoDestination;  // the context decides: no block
+  dfa_.set_escaped(outer);
   if (id >= uniform_.size()) uniform_.resize(dfa_.size() + 64, kUnknownUniform);  // the DFA grew
   uniform_[id] = to;
   return to;
@@ -196,6 +225,7 @@ const TokenMask& ConstraintTables::mask_for(const GrammarAutomaton::State& state
   auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
   if (masks_.size() >= max_masks_) masks_.clear();
+  if (shared_masks_.size() >= max_masks_) shared_masks_.clear();
   // The DFA's memory bound: at most ~kMaxDfaStates rows and states between masks.
   constexpr size_t kMaxDfaStates = 1 << 16;  // ~40 MB at most with a hundred byte classes
   if (dfa_.size() > kMaxDfaStates) {
@@ -206,18 +236,29 @@ const TokenMask& ConstraintTables::mask_for(const GrammarAutomaton::State& state
     n_loop_states_ = 0;
     holds_loop_.clear();
   }
-  const uint32_t id = dfa_.intern(state);
+  TokenMask mask;
+  if (without_context(state, scratch_state_, scratch_contexts_)) {
+    // The part every context shares, then what this context decides (constraint_tables_context.cpp).
+    const SharedMask& shared = shared_mask(scratch_state_);
+    mask = shared.allowed;
+    resolve(shared, scratch_contexts_, mask);
+  } else {
+    escapes_ = {};
+    compute(dfa_.intern(state), mask);
+  }
+  if (GrammarAutomaton::accepting(state))
+    for (int32_t eog : vocabulary_->end_of_generation_ids()) mask.allow(eog);
+  return masks_.emplace(state, std::move(mask)).first->second;
+}
+
+void ConstraintTables::compute(uint32_t id, TokenMask& mask) {
   // Plain tokens (VocabularyTrie::plain_tokens) are decided in blocks where the state allows it,
   // for the first bytes marked `covered`; the other tokens starting with a covered byte (the
   // special trie's) and every token starting with an uncovered byte are walked.
   bool covered[256] = {};
-  TokenMask mask;
   if (!plain_block_by_chain(id, covered, mask)) plain_block_by_first_byte(id, covered, mask);
   walk_root(vocabulary_->all(), id, covered, false, mask);
   walk_root(vocabulary_->special(), id, covered, true, mask);
-  if (GrammarAutomaton::accepting(state))
-    for (int32_t eog : vocabulary_->end_of_generation_ids()) mask.allow(eog);
-  return masks_.emplace(state, std::move(mask)).first->second;
 }
 
 bool ConstraintTables::plain_block_by_chain(uint32_t id, bool* covered, TokenMask& mask) {
@@ -242,10 +283,7 @@ bool ConstraintTables::plain_block_by_chain(uint32_t id, bool* covered, TokenMas
   mask = unbounded ? vocabulary_->plain_tokens() : vocabulary_->plain_tokens_up_to(chain);
   if (!unbounded && chain == VocabularyTrie::kChainChars) {
     for (const auto& [token, offset] : vocabulary_->long_plain_tokens()) {
-      const std::string& bytes = vocabulary_->bytes_of(token);
-      uint32_t s = at;
-      for (size_t i = offset; i < bytes.size() && s != StateDfa::kDead; ++i) s = dfa_.next(s, static_cast<uint8_t>(bytes[i]));
-      if (s != StateDfa::kDead) mask.allow(token);
+      run_rest(token, offset, at, mask);
     }
   }
   for (unsigned b = 0; b < 256; ++b) covered[b] = vocabulary_->plain_tokens_starting_with(static_cast<uint8_t>(b)) != nullptr;
@@ -260,7 +298,9 @@ void ConstraintTables::plain_block_by_first_byte(uint32_t id, bool* covered, Tok
   for (unsigned b = 0; b < 256; ++b) {
     if (!vocabulary_->plain_tokens_starting_with(static_cast<uint8_t>(b))) continue;
     ++n_plain_first;
+    dfa_.set_escaped(false);
     const uint32_t to = character_destination(id, static_cast<uint8_t>(b));
+    if (dfa_.escaped()) continue;  // the context decides: walked
     if (to != kNoDestination && to != StateDfa::kDead && holds_a_loop(to)) {
       covered[b] = true;
       ++n_covered;
@@ -286,18 +326,8 @@ void ConstraintTables::plain_block_by_first_byte(uint32_t id, bool* covered, Tok
 
 void ConstraintTables::walk_root(const TokenTrie& trie, uint32_t id, const bool* covered, bool want_covered, TokenMask& mask) {
   const TokenTrie::Node& root = trie.nodes[0];
-  for (uint32_t c = root.first_child; c < root.first_child + root.num_children; ++c) {
-    const TokenTrie::Node& child = trie.nodes[c];
-    if (covered[child.byte] != want_covered) continue;
-    const uint32_t next = dfa_.next(id, child.byte);
-    if (next == StateDfa::kDead) continue;
-    if (child.num_children > 0 && holds_a_loop(next)) {
-      allow_subtree_from_loop(trie, c, 1, next, mask);
-      continue;
-    }
-    for (uint32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) mask.allow(trie.tokens[t]);
-    if (child.num_children > 0) walk(trie, c, next, 1, mask);
-  }
+  for (uint32_t c = root.first_child; c < root.first_child + root.num_children; ++c)
+    if (covered[trie.nodes[c].byte] == want_covered) step_into(trie, c, id, 0, mask);
 }
 
 }  // namespace nucleus

@@ -23,6 +23,30 @@ constexpr int kMaxExpansionDepth = 20000;
 
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   nodes_.push_back(Node{0, 0});  // kAccepted: the empty stack
+  heights_.push_back(0);
+  // Which rules can match nothing (a fixed point), then which rests of alternatives can.
+  const std::vector<GrammarSymbol>& code = grammar_->code;
+  std::vector<bool> nullable(grammar_->num_rules(), false);
+  auto rest_nullable = [&](uint32_t pos) {
+    for (; code[pos].kind != Kind::end; ++pos)
+      if (code[pos].kind == Kind::bytes || !nullable[code[pos].rule]) return false;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < grammar_->num_rules(); ++r) {
+      if (nullable[r]) continue;
+      for (uint32_t start : grammar_->alternatives[r])
+        if (rest_nullable(start)) {
+          nullable[r] = changed = true;
+          break;
+        }
+    }
+  }
+  rest_nullable_.assign(code.size(), false);
+  for (size_t pos = code.size(); pos-- > 0;)
+    rest_nullable_[pos] = code[pos].kind == Kind::end ||
+                          (code[pos].kind == Kind::rule && nullable[code[pos].rule] && pos + 1 < code.size() && rest_nullable_[pos + 1]);
   for (uint32_t start : grammar_->alternatives[grammar_->root]) expand(start, kAccepted, initial_, 0);
   sort_unique(initial_);
 }
@@ -30,8 +54,31 @@ GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar) : gra
 uint32_t GrammarAutomaton::intern(uint32_t pos, uint32_t parent) {
   const uint64_t key = (static_cast<uint64_t>(pos) << 32) | parent;
   auto [it, added] = node_ids_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (added) nodes_.push_back(Node{pos, parent});
+  if (added) {
+    nodes_.push_back(Node{pos, parent});
+    heights_.push_back(pos == kPlaceholderPos ? 1 : heights_[parent] + 1);
+  }
   return it->second;
+}
+
+uint32_t GrammarAutomaton::placeholder(uint32_t k) { return intern(kPlaceholderPos, k); }
+
+uint32_t GrammarAutomaton::return_height(uint32_t node) const {
+  uint32_t reached = heights_[node];
+  uint32_t pos = nodes_[node].pos + 1, parent = nodes_[node].parent;
+  while (rest_nullable_[pos] && parent != kAccepted && nodes_[parent].pos != kPlaceholderPos) {
+    reached = heights_[parent];
+    pos = nodes_[parent].pos;
+    parent = nodes_[parent].parent;
+  }
+  return reached;
+}
+
+void GrammarAutomaton::resume(uint32_t frame, State& out) {
+  out.clear();
+  const Node f = nodes_[frame];
+  expand(f.pos, f.parent, out, 0);
+  sort_unique(out);
 }
 
 void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int depth) {
@@ -46,6 +93,10 @@ void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int dep
     if (sym.kind == Kind::end) {
       if (parent == kAccepted) {
         out.push_back(kAccepted);
+        return;
+      }
+      if (nodes_[parent].pos == kPlaceholderPos) {  // returns into a context left out: stop there
+        out.push_back(parent);
         return;
       }
       const Node frame = nodes_[parent];  // return into the frame below
@@ -64,6 +115,7 @@ void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int dep
 
 std::pair<const uint32_t*, size_t> GrammarAutomaton::step(uint32_t node, uint8_t byte) {
   const Node n = nodes_[node];
+  if (n.pos == kPlaceholderPos) return {nullptr, 0};
   const GrammarSymbol& sym = grammar_->code[n.pos];
   if (byte < sym.lo || byte > sym.hi) return {nullptr, 0};
   // Every byte the top symbol takes leads to the same stacks: what follows the symbol.

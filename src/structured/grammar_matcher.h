@@ -38,7 +38,7 @@ class GrammarAutomaton {
   // True when some stack of `state` can take `byte` next.
   bool can_take(const State& state, uint8_t byte) const {
     for (uint32_t node : state) {
-      if (node == kAccepted) continue;
+      if (node == kAccepted || is_placeholder(node)) continue;
       const GrammarSymbol& sym = grammar_->code[nodes_[node].pos];
       if (byte >= sym.lo && byte <= sym.hi) return true;
     }
@@ -49,10 +49,30 @@ class GrammarAutomaton {
   size_t num_nodes() const { return nodes_.size(); }
   const Grammar& grammar() const { return *grammar_; }
 
+  // Stacks without their bottom (constraint_tables_context.cpp: one mask shared by every place a
+  // rule is used). A placeholder node stands for "the frames below, whichever they are": a stack
+  // that returns into one stops there, with the placeholder as its top, which takes no byte — its
+  // context decides what follows. Placeholder k is the same node in every state.
+  uint32_t placeholder(uint32_t k);
+  bool is_placeholder(uint32_t node) const { return nodes_[node].pos == kPlaceholderPos; }
+  // The stack `node` with the frame below it replaced: frames are re-interned above `parent`.
+  uint32_t with_parent(uint32_t node, uint32_t parent) { return intern(nodes_[node].pos, parent); }
+  uint32_t parent(uint32_t node) const { return nodes_[node].parent; }
+  // The stacks after a return into `frame` (what its context does once the part above is done),
+  // into `out` (cleared, sorted).
+  void resume(uint32_t frame, State& out);
+  uint32_t position(uint32_t node) const { return nodes_[node].pos; }
+  // Frames from `node` down to the bottom: kAccepted 0, a single frame 1 (placeholders: 1).
+  uint32_t height(uint32_t node) const { return heights_[node]; }
+  // The height of the lowest frame a byte taken by `node`'s top may return into (height(node)
+  // when the rest of its alternative cannot be empty).
+  uint32_t return_height(uint32_t node) const;
+
  private:
+  static constexpr uint32_t kPlaceholderPos = UINT32_MAX;
   struct Node {
-    uint32_t pos;     // top frame: a bytes symbol; below: a return position
-    uint32_t parent;  // the frame below; kAccepted at the bottom
+    uint32_t pos;     // top frame: a bytes symbol; below: a return position (kPlaceholderPos: a placeholder)
+    uint32_t parent;  // the frame below; kAccepted at the bottom (placeholders: their number)
   };
   uint32_t intern(uint32_t pos, uint32_t parent);
   // Pushes every top node reachable from executing `pos` with `parent` below, without consuming.
@@ -62,6 +82,8 @@ class GrammarAutomaton {
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
+  std::vector<uint32_t> heights_;  // per node
+  std::vector<bool> rest_nullable_;  // per position in code: the symbols from it to its `end` can match nothing
   std::unordered_map<uint64_t, uint32_t> node_ids_;  // (pos << 32 | parent) → node
   // Memoized steps: a node's successors (the stacks after its top symbol takes any byte it
   // matches) are the same for every such byte, so one entry per node: 1 + an index into

@@ -31,6 +31,7 @@ StateDfa::StateDfa(std::shared_ptr<GrammarAutomaton> automaton) : automaton_(std
 void StateDfa::clear() {
   states_.clear();
   ids_.clear();
+  escapes_.clear();
   blocks_.clear();
   intern(GrammarAutomaton::State{});  // kDead
   std::fill_n(row(kDead), n_classes_, kDead);
@@ -48,9 +49,23 @@ uint32_t StateDfa::intern(const GrammarAutomaton::State& state) {
 
 uint32_t StateDfa::compute(uint32_t id, uint8_t byte) {
   automaton_->advance(*states_[id], byte, scratch_);
-  const uint32_t to = intern(scratch_);
-  row(id)[class_of_[byte]] = to;
-  return to;
+  uint32_t escaped = 0;
+  if (std::any_of(scratch_.begin(), scratch_.end(), [this](uint32_t node) { return automaton_->is_placeholder(node); })) {
+    std::vector<uint32_t> set;
+    std::erase_if(scratch_, [&](uint32_t node) {
+      if (!automaton_->is_placeholder(node)) return false;
+      set.push_back(automaton_->parent(node));  // its number
+      return true;
+    });
+    std::sort(set.begin(), set.end());
+    auto [it, added] = escape_set_ids_.try_emplace(set, static_cast<uint32_t>(escape_sets_.size()));
+    if (added) escape_sets_.push_back(set);
+    escapes_[key(id, byte)] = it->second;
+    escaped = 1u << kEscapedBit;
+  }
+  const uint32_t entry = intern(scratch_) | escaped;
+  row(id)[class_of_[byte]] = entry;
+  return entry;
 }
 
 }  // namespace nucleus

@@ -106,6 +106,14 @@ class VocabularyTrie {
 //   trie order (plain_from_bits) instead of descended.
 // Every block is exact (the same answer as running each token's bytes), so the mask still equals
 // checking every token one by one.
+//
+// Masks shared between contexts (constraint_tables_context.cpp): the same rule is used in many
+// places (one string format in many properties, one object type at many depths), and its states
+// there differ only in the frames below. So a state is first cut above its lowest frames, which
+// become placeholders (GrammarAutomaton::placeholder); the mask of that shared state is computed
+// once — the tokens it allows, allowed in every context, and the tokens whose fate a return into
+// a placeholder leaves open (a subtree of a trie, or single tokens) — and each context runs only
+// those open tokens from its own state.
 class ConstraintTables {
  public:
   ConstraintTables(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> vocabulary,
@@ -117,10 +125,46 @@ class ConstraintTables {
   const std::shared_ptr<const VocabularyTrie>& vocabulary_ptr() const { return vocabulary_; }
   const Grammar& grammar() const { return automaton_->grammar(); }
   size_t num_dfa_states() const { return dfa_.size(); }
+  size_t num_masks() const { return masks_.size(); }                // states whose mask is cached
+  size_t num_shared_masks() const { return shared_masks_.size(); }  // shared states (without context) among them
 
  private:
+  // Where a shared state's stacks return into placeholders: what the context does from there is
+  // left to each context. A subtree of a trie entered by such a step (node, bytes consumed at it,
+  // the placeholders returned into: StateDfa::escape_set), and single tokens (bytes left from
+  // `offset`) that only such a step can keep alive.
+  struct Escapes {
+    struct Subtree {
+      const TokenTrie* trie;
+      uint32_t node, depth, set;
+    };
+    struct Token {
+      int32_t token;
+      uint32_t offset, set;
+    };
+    std::vector<Subtree> subtrees;
+    std::vector<Token> tokens;
+  };
+  struct SharedMask {
+    TokenMask allowed;  // allowed in every context
+    Escapes open;       // decided by the context
+  };
+  // The mask of DFA state `id` (end of generation aside), escapes into escapes_.
+  void compute(uint32_t id, TokenMask& mask);
+  // `state` cut above its lowest frames into `out`, the frame each placeholder stands for into
+  // `contexts` (false when there is nothing to cut).
+  bool without_context(const GrammarAutomaton::State& state, GrammarAutomaton::State& out, std::vector<uint32_t>& contexts);
+  const SharedMask& shared_mask(const GrammarAutomaton::State& shared);
+  // Adds to `mask` the open tokens of `shared` that its placeholders' `contexts` allow.
+  void resolve(const SharedMask& shared, const std::vector<uint32_t>& contexts, TokenMask& mask);
   // Walks the children of `trie_node` (depth bytes consumed, DFA state `here`).
   void walk(const TokenTrie& trie, uint32_t trie_node, uint32_t here, size_t depth, TokenMask& mask);
+  // Child `c` of a node reached in state `here` after `depth` bytes: its step, then visit().
+  void step_into(const TokenTrie& trie, uint32_t c, uint32_t here, size_t depth, TokenMask& mask);
+  // Trie node `c` reached in state `here` after `depth` bytes: its tokens and its subtree.
+  void visit(const TokenTrie& trie, uint32_t c, uint32_t here, size_t depth, TokenMask& mask);
+  // Runs the token's bytes from `offset` on from state `id`: allowed, left open (escapes_) or not.
+  void run_rest(int32_t token, size_t offset, uint32_t id, TokenMask& mask);
   // True when every plain character (VocabularyTrie::plain_tokens) leads DFA state `id` to a
   // superset of itself (memoized per id): a free string loops on one state; the `.*` before an
   // unanchored pattern keeps its stacks while others start. Then no plain rest can kill it (a
@@ -170,6 +214,10 @@ class ConstraintTables {
     size_t operator()(const GrammarAutomaton::State& s) const;
   };
   std::unordered_map<GrammarAutomaton::State, TokenMask, StateHash> masks_;
+  std::unordered_map<GrammarAutomaton::State, SharedMask, StateHash> shared_masks_;
+  Escapes escapes_;  // filled by compute()
+  GrammarAutomaton::State scratch_state_;
+  std::vector<uint32_t> scratch_contexts_;
 };
 
 // Lazy form (a non-empty `trigger`): the output is free text until the trigger first appears in it;
