@@ -92,6 +92,26 @@ TEST(FuzzRegressions, GbnfRuleNamedLikeAHelperRule) {
 // jinja_template fuzz target: `'' * 4 ** 30` (an empty string repeated 2^60 times) passed the size
 // check (it guards against large results, and this one is empty) and then looped 2^60 times. An
 // empty sequence repeated is now empty at once (fuzz/corpus/jinja_template/regression-empty-string-repeated).
+TEST(FuzzRegressions, AGrammarTooAmbiguousIsAnErrorNotAnExponentialState) {
+  // regression-ambiguous-grammar-stacks: every byte can close or open a nested `line`, so the
+  // parses alive at once grew without bound (a 40-byte text took seconds); past
+  // kMaxLiveStacks the matcher says so instead.
+  GrammarMatcher matcher(std::make_shared<GrammarAutomaton>(
+      std::make_shared<const Grammar>(parse_gbnf("root ::= line{2,4}\nline ::= [^\n] root*\n"))));
+  const std::string text(200, 'x');
+  size_t taken = 0;
+  try {
+    for (; taken < text.size(); ++taken) ASSERT_TRUE(matcher.accept(text.substr(taken, 1)));
+    FAIL() << "200 bytes taken without an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too ambiguous"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(taken, 5u);  // the first bytes are fine
+  EXPECT_LE(matcher.state().size(), GrammarAutomaton::kMaxLiveStacks);
+  // An ordinary grammar over the same text is untouched.
+  EXPECT_TRUE(grammar_matches(parse_gbnf("root ::= [x]*"), text));
+}
+
 TEST(FuzzRegressions, JinjaEmptySequenceRepeatedManyTimes) {
   const ChatTemplate t =
       chat_template_from_jinja("{{ '' * 4 ** 30 }}{{ ([] * 4 ** 30) | length }}{{ (nothing ~ nothing) * 99999999999 }}x");

@@ -4,6 +4,7 @@
 // speculation; speculative greedy equals plain greedy under a constraint.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -196,6 +197,34 @@ TEST(StructuredEngine, SpeculativeGreedyEqualsPlainGreedyUnderAConstraint) {
     EXPECT_EQ(spec.tokens, plain.tokens) << (kind == 0 ? "ngram" : "self:1");
     EXPECT_GT(spec.spec.num_proposed, 0);
   }
+}
+
+TEST(StructuredEngine, AGrammarTooAmbiguousToMaskEndsItsRequestWithAnErrorWhileTheOthersFinish) {
+  NUCLEUS_REQUIRE_SHARED();
+  Loaded& loaded = llama3();
+  const Tokenizer& tokenizer = *loaded.model.tokenizer;
+  // Every byte can close or open a nested `line`: the parses alive at once double until the
+  // matcher's bound (GrammarAutomaton::kMaxLiveStacks) ends the request.
+  const auto ambiguous = compile(ConstraintSpec::Kind::grammar, "root ::= line{2,4}\nline ::= [^\n] root*\n");
+  const auto person = compile(ConstraintSpec::Kind::json_schema, kPersonSchema);
+  LLMEngine engine(*loaded.model.model, &tokenizer, small_config());
+  const std::vector<int32_t> prompt = tokenizer.encode("Write anything:", true, false);
+  RequestOptions plain;
+  plain.stop.max_tokens = 24;
+  plain.stop.ignore_eos = true;
+  const int64_t bad = engine.add_request(prompt, constrained(ambiguous, 0, 400));
+  const int64_t good = engine.add_request(prompt, constrained(person, 0, 48));
+  const int64_t free = engine.add_request(prompt, plain);
+  std::map<int64_t, RequestOutput> last;
+  for (int steps = 0; steps < 2000 && last.size() < 3; ++steps)
+    for (RequestOutput& out : engine.step())
+      if (out.finished) last[out.request_id] = out;
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_NE(last[bad].error.find("too ambiguous"), std::string::npos) << last[bad].error;
+  EXPECT_EQ(last[good].error, "");
+  EXPECT_EQ(last[free].error, "");
+  EXPECT_EQ(last[free].num_output_tokens, 24);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);  // the failed request's blocks went back too
 }
 
 TEST(StructuredEngine, AConstraintWithoutATokenizerIsRefused) {

@@ -298,7 +298,12 @@ std::vector<RequestOutput> LLMEngine::step() {
       if (request.speculative()) request.draft.tokens.resize(static_cast<size_t>(rows.n_rows - 1));
       bool dead = false;
       const auto start = std::chrono::steady_clock::now();
-      logits = mask_constrained_rows(request, logits, rows.n_rows, dead);
+      try {
+        logits = mask_constrained_rows(request, logits, rows.n_rows, dead);
+      } catch (const Error& e) {  // e.g. a grammar too ambiguous to mask: this request ends, the others go on
+        fail_request(request, std::string("structured output: ") + e.what(), out, outputs, finished_ids);
+        continue;
+      }
       out.mask_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (dead) {
         // Nothing can follow: a complete output ends here; an incomplete one cannot be finished
@@ -336,9 +341,15 @@ std::vector<RequestOutput> LLMEngine::step() {
       emitted.push_back(request.sampler->sample(logits, n_vocab, context));
     }
     request.draft.clear();
-    if (request.constraint)
-      for (int32_t token : emitted)
-        if (!request.constraint->accept_token(token)) throw Error("internal: a masked sample broke its grammar");
+    if (request.constraint) {
+      try {
+        for (int32_t token : emitted)
+          if (!request.constraint->accept_token(token)) throw Error("internal: a masked sample broke its grammar");
+      } catch (const Error& e) {
+        fail_request(request, std::string("structured output: ") + e.what(), out, outputs, finished_ids);
+        continue;
+      }
+    }
 
     out.request_id = request.id;
     out.num_prompt_tokens = request.num_prompt_tokens;
@@ -361,6 +372,14 @@ std::vector<RequestOutput> LLMEngine::step() {
   const auto now = std::chrono::steady_clock::now();
   for (RequestOutput& out : outputs) out.produced_at = now;
   return outputs;
+}
+
+void LLMEngine::fail_request(Request& request, std::string message, RequestOutput& out, std::vector<RequestOutput>& outputs,
+                             std::vector<int64_t>& finished_ids) {
+  finish(request, FinishReason::none, out);
+  out.error = std::move(message);
+  outputs.push_back(std::move(out));
+  finished_ids.push_back(request.id);
 }
 
 const float* LLMEngine::mask_constrained_rows(Request& request, const float* logits, int64_t n_rows, bool& dead) {

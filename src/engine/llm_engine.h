@@ -46,7 +46,7 @@ struct RequestOutput {
   int64_t request_id = 0;
   std::vector<int32_t> new_tokens;   // sampled this step (at most one without speculation)
   std::string text;                  // their text (when the engine has a tokenizer), stop strings held back
-  std::string error;                 // set when the request was refused (finished, nothing generated)
+  std::string error;                 // set when the request was refused or failed (finished; e.g. a grammar too ambiguous)
   std::vector<std::vector<float>> logits;  // per new token, the raw logits row (return_logits)
   bool finished = false;
   FinishReason finish_reason = FinishReason::none;
@@ -122,6 +122,9 @@ class LLMEngine {
   // dropped (that one stays: verification must reject it, p = 0, and draw from the residual).
   // Returns the rows to sample from; sets `dead` when no token at all can follow.
   const float* mask_constrained_rows(Request& request, const float* logits, int64_t n_rows, bool& dead);
+  // Ends `request` in this step with an error (out.error = message), the batch's others going on.
+  void fail_request(Request& request, std::string message, RequestOutput& out, std::vector<RequestOutput>& outputs,
+                    std::vector<int64_t>& finished_ids);
 
   Model& model_;
   const Tokenizer* tokenizer_;

@@ -1,6 +1,7 @@
 #include "structured/grammar_matcher.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/error.h"
 
@@ -18,6 +19,12 @@ void sort_unique(std::vector<uint32_t>& v) {
 // Expansion depth bound: only chains of nullable rules recurse without consuming, and a checked
 // grammar has no cycles among them, so this is reached only by absurdly deep grammars.
 constexpr int kMaxExpansionDepth = 20000;
+
+void check_live_stacks(size_t n) {
+  if (n > GrammarAutomaton::kMaxLiveStacks)
+    throw Error("grammar: too ambiguous: more than " + std::to_string(GrammarAutomaton::kMaxLiveStacks) +
+                " ways to parse the output so far are alive at once");
+}
 
 }  // namespace
 
@@ -49,6 +56,7 @@ GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar) : gra
                           (code[pos].kind == Kind::rule && nullable[code[pos].rule] && pos + 1 < code.size() && rest_nullable_[pos + 1]);
   for (uint32_t start : grammar_->alternatives[grammar_->root]) expand(start, kAccepted, initial_, 0);
   sort_unique(initial_);
+  check_live_stacks(initial_.size());
 }
 
 uint32_t GrammarAutomaton::intern(uint32_t pos, uint32_t parent) {
@@ -140,6 +148,7 @@ void GrammarAutomaton::advance(const State& state, uint8_t byte, State& out) {
     if (state[0] == kAccepted) return;
     const auto [next, count] = step(state[0], byte);
     out.assign(next, next + count);
+    check_live_stacks(out.size());
     return;
   }
   for (uint32_t node : state) {
@@ -148,6 +157,7 @@ void GrammarAutomaton::advance(const State& state, uint8_t byte, State& out) {
     out.insert(out.end(), next, next + count);
   }
   sort_unique(out);
+  check_live_stacks(out.size());
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton) : automaton_(std::move(automaton)) {

@@ -31,9 +31,13 @@ class GrammarAutomaton {
 
   using State = std::vector<uint32_t>;  // sorted, unique stack node ids; empty = dead
   static constexpr uint32_t kAccepted = 0;  // the empty stack
+  // A state with more stacks is an Error (advance() and the constructor throw): an ambiguous
+  // grammar (`root ::= line{2,4}`, `line ::= [^\n] root*`) can double them at every byte, and a
+  // mask walks the vocabulary once per state. JSON Schema grammars stay under ~100.
+  static constexpr size_t kMaxLiveStacks = 1024;
 
   const State& initial_state() const { return initial_; }
-  // The state after `byte` from `state`, into `out` (cleared first).
+  // The state after `byte` from `state`, into `out` (cleared first). Throws Error past kMaxLiveStacks.
   void advance(const State& state, uint8_t byte, State& out);
   // True when some stack of `state` can take `byte` next.
   bool can_take(const State& state, uint8_t byte) const {
