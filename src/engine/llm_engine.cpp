@@ -419,6 +419,8 @@ EngineStats LLMEngine::stats() const {
     s.kv_window_blocks_total = window_pool_.num_blocks();
     s.kv_window_blocks_used = window_pool_.num_used_blocks();
   }
+  s.state_slots_total = kv_.shape().recurrent.num_slots;
+  s.state_slots_used = runner_.num_state_slots_used();
   for (const auto& [id, request] : requests_)
     if (!request->block_table.empty()) s.kv_tokens_stored += request->num_computed_tokens;
   return s;

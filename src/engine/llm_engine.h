@@ -65,6 +65,7 @@ struct EngineStats {
   int64_t last_step_requests = 0, last_step_tokens = 0;
   int64_t kv_blocks_total = 0, kv_blocks_used = 0;
   int64_t kv_window_blocks_total = 0, kv_window_blocks_used = 0;  // the window pool (0 without one)
+  int64_t state_slots_total = 0, state_slots_used = 0;  // recurrent state slots (0 without recurrent layers)
   int64_t kv_tokens_stored = 0;        // Σ num_computed_tokens of requests holding blocks
   int64_t preemptions = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;

@@ -27,6 +27,12 @@ void ModelRunner::release_state(const Request& request) {
     if (owner == &request) owner = nullptr;
 }
 
+int64_t ModelRunner::num_state_slots_used() const {
+  int64_t n = 0;
+  for (const Request* owner : slot_owner_) n += owner != nullptr;
+  return n;
+}
+
 void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
   batch_ = ForwardBatch{};
   result.sampling.clear();

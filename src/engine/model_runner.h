@@ -28,6 +28,7 @@ class ModelRunner {
   Model& model() { return model_; }
   // Recurrent models: gives back the request's state slot (finished or aborted).
   void release_state(const Request& request);
+  int64_t num_state_slots_used() const;
 
  private:
   // The request's recurrent state slot, taken on its first step; a slot whose owner is not running
