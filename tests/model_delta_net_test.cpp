@@ -312,7 +312,7 @@ TEST(DeltaNetEngine, StateSlotsAndBlocksComeBackAfterSixtyFourRequestsFinishOrAb
   const int64_t n_vocab = model->hparams().n_vocab;
   EngineConfig config;
   config.n_threads = 2;
-  config.num_blocks = 48;  // tight: requests wait, and some are preempted
+  config.num_blocks = 10;  // tight (a request needs up to 4): requests wait, and some are preempted
   config.max_num_batched_tokens = 64;
   LLMEngine engine(*model, nullptr, config);
   const EngineStats empty = engine.stats();
@@ -339,6 +339,7 @@ TEST(DeltaNetEngine, StateSlotsAndBlocksComeBackAfterSixtyFourRequestsFinishOrAb
   ASSERT_EQ(finished.size(), 64u);
   EXPECT_GT(most_used, 1);  // requests ran side by side
   const EngineStats after = engine.stats();
+  EXPECT_GT(after.preemptions, 0);  // and some lost their state to others and recomputed it
   EXPECT_EQ(after.state_slots_used, 0);
   EXPECT_EQ(after.kv_blocks_used, 0);
   EXPECT_EQ(after.num_running + after.num_waiting, 0);
