@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/sequence_runner.h"
 #include "speculative/ngram_proposer.h"
+#include "speculative/proposer.h"
 #include "test_helpers.h"
 
 namespace nucleus {
@@ -357,21 +358,67 @@ TEST(DeltaNetEngine, StateSlotsAndBlocksComeBackAfterSixtyFourRequestsFinishOrAb
   EXPECT_EQ(tokens, fresh[0].tokens);
 }
 
-TEST(DeltaNetEngine, SpeculativeRequestsAreRefusedAndPrefixCachingIsOff) {
+// Proposes the known greedy continuation with one draft made wrong on most passes (the k-th of
+// pass k mod (γ + 1); none when k mod (γ + 1) = γ): every pass has a known outcome — all accepted,
+// or the first k accepted and the next rejected.
+class ScriptedProposer final : public Proposer {
+ public:
+  ScriptedProposer(std::vector<int32_t> expected, int64_t n_vocab) : expected_(std::move(expected)), n_vocab_(n_vocab) {}
+  std::string name() const override { return "scripted"; }
+  void propose(const DraftRequest& request, DraftProposal& proposal) override {
+    proposal.clear();
+    const size_t at = request.tokens.size();
+    const auto wrong = static_cast<int32_t>(passes_++ % (request.num_draft_tokens + 1));
+    for (int32_t k = 0; k < request.num_draft_tokens && at + static_cast<size_t>(k) < expected_.size(); ++k) {
+      const int32_t token = expected_[at + static_cast<size_t>(k)];
+      proposal.tokens.push_back(k == wrong ? static_cast<int32_t>((token + 1) % n_vocab_) : token);
+    }
+  }
+
+ private:
+  std::vector<int32_t> expected_;
+  int64_t n_vocab_;
+  int64_t passes_ = 0;
+};
+
+TEST(DeltaNetEngine, SpeculativeGreedyEqualsPlainGreedyWithTheStateRestoredAfterARejection) {
   NUCLEUS_REQUIRE_SHARED();
   auto model = load_qwen35();
+  const int64_t n_vocab = model->hparams().n_vocab;
   EngineConfig config;
-  config.num_blocks = 32;
-  LLMEngine engine(*model, nullptr, config);
-  EXPECT_FALSE(engine.config().enable_prefix_caching);
-  RequestOptions speculative = greedy(4);
-  speculative.proposer = std::make_shared<NgramProposer>(1, 3);
-  speculative.num_speculative_tokens = 3;
-  try {
-    engine.add_request({1, 5, 6, 7}, speculative);
-    FAIL() << "expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("speculative decoding is not supported"), std::string::npos) << e.what();
+  config.n_threads = 2;
+  config.num_blocks = 64;
+  EXPECT_FALSE(LLMEngine(*model, nullptr, config).config().enable_prefix_caching);  // no state snapshots per block
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<RequestOptions> plain;
+  for (int i = 0; i < 6; ++i) {
+    prompts.push_back(test::random_prompt(static_cast<uint64_t>(i) + 900, 6 + 5 * i, n_vocab));
+    plain.push_back(greedy(24));
+  }
+  const auto expected = test::run_engine(*model, config, prompts, plain);
+  for (const bool ngram : {false, true}) {
+    SCOPED_TRACE(ngram ? "n-gram drafts" : "scripted drafts");
+    std::vector<RequestOptions> speculative;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      RequestOptions o = greedy(24);
+      std::vector<int32_t> script = prompts[i];
+      script.insert(script.end(), expected[i].tokens.begin(), expected[i].tokens.end());
+      o.proposer = ngram ? std::shared_ptr<Proposer>(std::make_shared<NgramProposer>(1, 3))
+                         : std::shared_ptr<Proposer>(std::make_shared<ScriptedProposer>(script, n_vocab));
+      o.num_speculative_tokens = 3;
+      speculative.push_back(o);
+    }
+    // All six together: each rejection puts just its own request's state slot back.
+    const auto got = test::run_engine(*model, config, prompts, speculative);
+    SpeculativeStats total;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+      total.add(got[i].spec);
+    }
+    EXPECT_GT(total.num_rejected, 0);  // the restore path ran
+    if (!ngram) {
+      EXPECT_GT(total.num_accepted, total.num_rejected);  // partial and whole acceptances too
+    }
   }
 }
 

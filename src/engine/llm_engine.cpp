@@ -100,10 +100,6 @@ void LLMEngine::validate_request(const std::vector<int32_t>& prompt, const Reque
     throw Error("num_speculative_tokens must be in [0, " + std::to_string(kMaxSpeculativeTokens) + "], got " +
                 std::to_string(options.num_speculative_tokens));
   if (options.stop.max_tokens < 0) throw Error("max_tokens must not be negative");
-  if (model_.hparams().has_recurrent_layers() && options.proposer && options.num_speculative_tokens > 0)
-    throw Error("speculative decoding is not supported for architecture '" + model_.hparams().arch_name +
-                "' yet: rolling back a rejected draft needs snapshots of the recurrent (gated delta-net) state, which "
-                "nucleus does not implement");
   if (options.grammar && !tokenizer_) throw Error("structured output needs the model's tokenizer");
   if (options.stop.min_tokens < 0) throw Error("min_tokens must not be negative");
 }
@@ -318,6 +314,7 @@ std::vector<RequestOutput> LLMEngine::step() {
       }
     }
     const int64_t n_verify = request.speculative() ? static_cast<int64_t>(request.draft.tokens.size()) : 0;
+    bool draft_rejected = false;
     if (request.speculative()) {
       // The token budget may have cut the drafts short: only the computed ones are verified
       // (and a constraint may have dropped those after the first it refuses).
@@ -334,6 +331,7 @@ std::vector<RequestOutput> LLMEngine::step() {
       pass.num_accepted = result.num_accepted;
       pass.num_emitted = result.num_accepted + 1;
       pass.num_rejected = result.num_accepted < n_draft ? 1 : 0;
+      draft_rejected = result.num_accepted < n_draft;
       request.spec.add(pass);
       stats_.spec.add(pass);
     } else {
@@ -363,6 +361,13 @@ std::vector<RequestOutput> LLMEngine::step() {
     } else if (request.speculative()) {
       // The cache keeps the last token and the accepted drafts; rejected drafts' blocks go back.
       request.num_computed_tokens = request.num_tokens() - 1;
+      if (draft_rejected && kv_.has_recurrent_state()) {
+        // The recurrent state took every draft and cannot drop the rejected ones: it goes back to
+        // before the pass, and the accepted tokens are computed again (next step, like the end of
+        // a prefill: up to the last token, which enters the next verification pass).
+        runner_.restore_state(request);
+        request.num_computed_tokens = request.state_before_pass.tokens;
+      }
       kv_manager_.release_unused_blocks(request);
       kv_manager_.cache_full_blocks(request);
     }

@@ -27,6 +27,15 @@ void ModelRunner::release_state(const Request& request) {
     if (owner == &request) owner = nullptr;
 }
 
+void ModelRunner::restore_state(const Request& request) {
+  for (size_t slot = 0; slot < slot_owner_.size(); ++slot)
+    if (slot_owner_[slot] == &request) {
+      kv_.restore_state(static_cast<int64_t>(slot), request.state_before_pass);
+      return;
+    }
+  throw Error("internal: restoring the state of a request that holds no state slot");
+}
+
 int64_t ModelRunner::num_state_slots_used() const {
   int64_t n = 0;
   for (const Request* owner : slot_owner_) n += owner != nullptr;
@@ -41,7 +50,11 @@ void ModelRunner::run(const SchedulerOutput& plan, StepResult& result) {
     const auto seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(r.block_table);
     if (kv_.has_window_pool()) batch_.window_block_tables.push_back(r.window_block_table);
-    if (kv_.has_recurrent_state()) batch_.state_slots.push_back(state_slot(r));
+    if (kv_.has_recurrent_state()) {
+      const int32_t slot = state_slot(r);
+      batch_.state_slots.push_back(slot);
+      if (!r.draft.tokens.empty()) kv_.save_state(slot, r.state_before_pass);  // a verification pass
+    }
     const int64_t n_known = r.num_tokens();
     for (int64_t i = 0; i < s.num_tokens; ++i) {
       const int64_t pos = r.num_computed_tokens + i;

@@ -28,6 +28,8 @@ class ModelRunner {
   Model& model() { return model_; }
   // Recurrent models: gives back the request's state slot (finished or aborted).
   void release_state(const Request& request);
+  // Puts the request's state slot back as it was before this step's pass (Request::state_before_pass).
+  void restore_state(const Request& request);
   int64_t num_state_slots_used() const;
 
  private:

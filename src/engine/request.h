@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
 #include "speculative/proposer.h"
@@ -66,6 +67,9 @@ struct Request {
   // Speculative decoding: this step's drafts (they follow `tokens` in the batch) and the counters.
   DraftProposal draft;
   SpeculativeStats spec;
+  // Recurrent models: the state slot as it was before this step's verification pass (ModelRunner
+  // copies it when the pass carries drafts; the engine puts it back if one was rejected).
+  KvCache::StateSnapshot state_before_pass;
 
   int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }

@@ -68,4 +68,26 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   }
 }
 
+void KvCache::save_state(int64_t slot, StateSnapshot& out) const {
+  const RecurrentStateShape& r = shape_.recurrent;
+  const auto per = static_cast<size_t>(r.conv_floats + r.ssm_floats);
+  const size_t n_layers = recurrent_.size() / (static_cast<size_t>(r.num_slots) * per);
+  out.floats.resize(n_layers * per);
+  for (size_t l = 0; l < n_layers; ++l) {
+    const float* from = recurrent_.data() + (l * static_cast<size_t>(r.num_slots) + static_cast<size_t>(slot)) * per;
+    std::copy_n(from, per, out.floats.data() + l * per);
+  }
+  out.tokens = state_tokens(slot);
+}
+
+void KvCache::restore_state(int64_t slot, const StateSnapshot& in) {
+  const RecurrentStateShape& r = shape_.recurrent;
+  const auto per = static_cast<size_t>(r.conv_floats + r.ssm_floats);
+  const size_t n_layers = recurrent_.size() / (static_cast<size_t>(r.num_slots) * per);
+  if (in.tokens < 0 || in.floats.size() != n_layers * per) throw Error("internal: restoring a recurrent state that was not saved");
+  for (size_t l = 0; l < n_layers; ++l)
+    std::copy_n(in.floats.data() + l * per, per, recurrent_.data() + (l * static_cast<size_t>(r.num_slots) + static_cast<size_t>(slot)) * per);
+  set_state_tokens(slot, in.tokens);
+}
+
 }  // namespace nucleus

@@ -87,6 +87,15 @@ class KvCache {
   int64_t state_tokens(int64_t slot) const { return state_tokens_[static_cast<size_t>(slot)]; }
   void set_state_tokens(int64_t slot, int64_t n) { state_tokens_[static_cast<size_t>(slot)] = n; }
   size_t recurrent_state_bytes() const { return recurrent_.size() * sizeof(float); }
+  // A copy of a slot's state (every recurrent layer's conv and ssm parts, and its token count),
+  // and its return: speculative decoding puts a slot back as it was before a verification pass
+  // whose drafts were not all accepted (the state cannot be rolled back token by token).
+  struct StateSnapshot {
+    std::vector<float> floats;  // [n_recurrent_layers, conv_floats + ssm_floats]
+    int64_t tokens = -1;        // state_tokens(slot) at the copy; −1: no copy
+  };
+  void save_state(int64_t slot, StateSnapshot& out) const;
+  void restore_state(int64_t slot, const StateSnapshot& in);
 
  private:
   size_t state_offset(int64_t layer, int64_t slot) const {
