@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "core/error.h"
@@ -139,14 +140,51 @@ void HttpServer::register_routes() {
 
   http.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_http_response(res.status); });
 
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  // httplib 0.11 enforces max_body_bytes only on a Content-Length: a chunked body it would buffer
+  // whole, however large. So these routes read their body themselves, keeping at most the limit;
+  // past it they read on and drop the rest (as httplib skips an over-long Content-Length body), then
+  // answer 413.
+  using BodyHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  auto capped = [this](BodyHandler handler) {
+    return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& reader) {
+      if (req.is_multipart_form_data()) {  // httplib would parse it into parts we never read
+        res.set_header("Connection", "close");
+        send_error(res, ApiError(400, "the request body must be JSON, not multipart/form-data", "invalid_request_error"),
+                   config_.retry_after_seconds);
+        return;
+      }
+      std::string body;
+      bool over = false;
+      const bool complete = reader([&](const char* data, size_t length) {
+        if (!over && body.size() + length > config_.max_body_bytes) {
+          over = true;
+          std::string().swap(body);
+        }
+        if (!over) body.append(data, length);
+        return true;
+      });
+      if (over || res.status == 413) {
+        res.status = 413;  // the error handler writes the body
+        return;
+      }
+      if (!complete) {
+        res.status = 400;
+        return;
+      }
+      httplib::Request full = req;
+      full.body = std::move(body);
+      handler(full, res);
+    };
+  };
+  http.Post("/v1/completions", capped([this](const httplib::Request& req, httplib::Response& res) {
     handle_generation(req, res, Endpoint::completions);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  }));
+  http.Post("/v1/chat/completions", capped([this](const httplib::Request& req, httplib::Response& res) {
     handle_generation(req, res, Endpoint::chat_completions);
-  });
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, true); });
-  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, false); });
+  }));
+  http.Post("/tokenize", capped([this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, true); }));
+  http.Post("/detokenize", capped([this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, false); }));
 
   http.Get("/v1/models", [this, retry_after](const httplib::Request&, httplib::Response& res) {
     guarded(res, retry_after, [&] {
