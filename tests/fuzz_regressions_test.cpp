@@ -121,6 +121,28 @@ TEST(FuzzRegressions, JinjaEmptySequenceRepeatedManyTimes) {
   expect_error_containing([&] { render_chat_json(big, nlohmann::ordered_json::array(), false); }, "too large");
 }
 
+// jinja_template fuzz target: `join` filters chained on a string (each one puts its separator
+// between every character) multiply its length at each step: five joins with a 32-byte separator
+// ask for ~270 MB (the fuzzer's input timed out building them). Every string a template builds is
+// now held to 16 MiB, checked as it grows (fuzz/corpus/jinja_template/regression-nested-joins).
+TEST(FuzzRegressions, JinjaNestedJoinsAreHeldToTheStringSizeLimit) {
+  const std::string sep = "'" + std::string(32, '-') + "'";
+  std::string expr = "'abcdefgh'";
+  for (int i = 0; i < 5; ++i) expr += " | join(" + sep + ")";
+  const ChatTemplate filters = chat_template_from_jinja("{{ " + expr + " }}");
+  expect_error_containing([&] { render_chat_json(filters, nlohmann::ordered_json::array(), false); }, "too large");
+  // The str.join method, and output that grows past the limit one statement at a time.
+  const ChatTemplate method = chat_template_from_jinja("{% set s = 'x' * 9000000 %}{{ '-'.join([s, s]) }}");
+  expect_error_containing([&] { render_chat_json(method, nlohmann::ordered_json::array(), false); }, "too large");
+  const ChatTemplate output = chat_template_from_jinja("{% set s = 'x' * 9000000 %}{% for i in range(2) %}{{ s }}{% endfor %}");
+  expect_error_containing([&] { render_chat_json(output, nlohmann::ordered_json::array(), false); }, "too large");
+  // Four joins (~8 MB) are still fine.
+  std::string four = "'abcdefgh'";
+  for (int i = 0; i < 4; ++i) four += " | join(" + sep + ")";
+  EXPECT_EQ(render_chat_json(chat_template_from_jinja("{{ (" + four + ") | length }}"), nlohmann::ordered_json::array(), false),
+            "8301448");
+}
+
 // openai_request fuzz target: a chat message's content part or a tool whose "type" was not a string
 // ({"type": {"url": "x"}}) made json's value("type", "") throw a type_error, which the server turns
 // into a 500 instead of the 400 naming the field. Now both are the 400

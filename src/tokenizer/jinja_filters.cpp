@@ -284,6 +284,7 @@ Value apply_filter(const std::string& name, const Value& value, CallArguments& a
     for (const Value& item : iterate(value)) {
       if (!first && separator) out += to_python_string(*separator);
       out += to_python_string(attribute ? attribute_path(item, *attribute) : item);
+      check_string_size(out.size());
       first = false;
     }
     return Value::from_string(out);

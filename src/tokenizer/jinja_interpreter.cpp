@@ -125,7 +125,10 @@ class Renderer {
   Flow execute(const Statement& s, Scope& scope, std::string& out) {
     switch (s.kind) {
       case StatementKind::text: out += s.text; return Flow::normal;
-      case StatementKind::output: out += to_python_string(evaluate(*s.expression, scope)); return Flow::normal;
+      case StatementKind::output:
+        out += to_python_string(evaluate(*s.expression, scope));
+        check_string_size(out.size());
+        return Flow::normal;
       case StatementKind::if_chain:
         for (size_t i = 0; i < s.bodies.size(); ++i)
           if (i >= s.conditions.size() || is_truthy(evaluate(*s.conditions[i], scope))) return execute(s.bodies[i], scope, out);

@@ -258,6 +258,7 @@ Value string_method(const Value& object, const std::string& name, CallArguments&
       if (item.kind != ValueKind::string) throw Error(std::string("sequence item: expected str instance, ") + type_name(item) + " found");
       if (!start) out += text;
       out += item.string;
+      check_string_size(out.size());
       start = false;
     }
     return Value::from_string(out);

@@ -12,6 +12,10 @@
 
 namespace nucleus::jinja {
 
+void check_string_size(size_t bytes) {
+  if (bytes > kMaxStringBytes) throw Error("string result too large (over " + std::to_string(kMaxStringBytes >> 20) + " MiB)");
+}
+
 Value Value::from_list(std::vector<Value> items, bool tuple) {
   Value v = of_kind(ValueKind::list);
   v.list = std::make_shared<std::vector<Value>>(std::move(items));

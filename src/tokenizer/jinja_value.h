@@ -35,6 +35,12 @@ struct Callable {
   std::function<Value(CallArguments&)> function;
 };
 
+// Python would build a string of any size; a chat template has no business making one over
+// kMaxStringBytes (16 MiB), and a few nested joins or repetitions can ask for gigabytes. Throws
+// Error("string result too large") past it.
+inline constexpr size_t kMaxStringBytes = size_t{1} << 24;
+void check_string_size(size_t bytes);
+
 struct Value {
   ValueKind kind = ValueKind::undefined;
   bool boolean = false;
@@ -71,6 +77,7 @@ struct Value {
     return v;
   }
   static Value from_string(std::string s) {
+    check_string_size(s.size());
     Value v = of_kind(ValueKind::string);
     v.string = std::move(s);
     return v;
