@@ -371,13 +371,11 @@ TEST(ServerFaults, ChunkedBodyOverTheLimitGets413) {
   expect_recovered(server, baseline, "after the oversized chunked bodies");
 }
 
+// The faults on a spawned `nucleus serve` process. Not in the TSan build: it builds no nucleus_cli,
+// and the server process would not be instrumented anyway (its threads are checked in-process above).
+#ifndef NUCLEUS_TSAN
+
 // `nucleus serve` on `port` with the flags every spawned server here shares; waits for /health.
-// (The TSan build has no nucleus_cli of its own: the spawning tests skip there.)
-#ifdef NUCLEUS_TSAN
-#define NUCLEUS_REQUIRE_CLI() GTEST_SKIP() << "the TSan build does not build nucleus_cli"
-#else
-#define NUCLEUS_REQUIRE_CLI() (void)0
-#endif
 pid_t start_serve(int port, const std::string& log, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"-m", shared_path("models/stories260K.gguf"), "--port", std::to_string(port), "-t", "1",
                                    "--kv-cache-mem", "16", "--served-model-name", "stories", "--speed-model", "served"};
@@ -392,7 +390,6 @@ pid_t start_serve(int port, const std::string& log, const std::vector<std::strin
 // finish_reason and [DONE] — within --shutdown-timeout, and the process exits 0.
 TEST(ServerFaults, SigtermWith32StreamsInFlightFinishesEveryStreamAndExitsZero) {
   NUCLEUS_REQUIRE_SHARED();
-  NUCLEUS_REQUIRE_CLI();
   const int port = free_port();
   const std::string log = "/tmp/nucleus-faults-sigterm-" + std::to_string(::getpid()) + ".log";
   const pid_t pid = start_serve(port, log, {"--shutdown-timeout", "60"});
@@ -438,7 +435,6 @@ TEST(ServerFaults, SigtermWith32StreamsInFlightFinishesEveryStreamAndExitsZero) 
 // server's client sees a cut stream, not a hang.
 TEST(ServerFaults, SigkillMidStreamThenARestartOnTheSamePortBindsAndServes) {
   NUCLEUS_REQUIRE_SHARED();
-  NUCLEUS_REQUIRE_CLI();
   const int port = free_port();
   const std::string log = "/tmp/nucleus-faults-sigkill-" + std::to_string(::getpid()) + ".log";
   const pid_t first = start_serve(port, log);
@@ -484,6 +480,8 @@ TEST(ServerFaults, SigkillMidStreamThenARestartOnTheSamePortBindsAndServes) {
   ::unlink(log.c_str());
   ::unlink(log2.c_str());
 }
+
+#endif  // NUCLEUS_TSAN
 
 // 5. Fifty requests abandoned at random points — streams hung up after a random number of events,
 // raw requests closed before, while or after the body is sent, non-streaming requests dropped before
