@@ -96,6 +96,7 @@ int run_bench_workload(const WorkloadBenchOptions& o) {
   config.num_blocks = o.num_blocks;
   config.kv_cache_bytes = o.kv_cache_mib << 20;
   config.enable_prefix_caching = !o.no_prefix_caching;
+  config.check_memory = o.source.check_memory;
   LLMEngine engine(model, loaded.tokenizer.get(), config);
   if (!o.no_warmup) warm_up_engine(engine, spec.token_ids);
   const WorkloadReport r = replay_workload(engine, workload);

@@ -287,6 +287,7 @@ int run_on_engine(const GenerateOptions& options, const LoadedModel& loaded, con
   config.max_num_seqs = 1;
   config.enable_prefix_caching = false;
   config.n_threads = setup.n_threads;
+  config.check_memory = options.source.check_memory;
   AsyncEngine engine(std::make_unique<LLMEngine>(model, &tokenizer, config));
 
   // Timing from the engine's own timestamps: its loop thread may run ahead of this reader.

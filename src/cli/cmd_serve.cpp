@@ -101,6 +101,7 @@ int run_serve(const ServeOptions& options) {
     EngineConfig engine_config;
     engine_config.kv_cache_bytes = options.kv_cache_mib << 20;
     engine_config.kv_type = kv_type;
+    engine_config.check_memory = source.check_memory;
     engine_config.max_num_seqs = config.max_num_seqs;
     engine_config.max_model_len = options.max_model_len;
     engine_config.max_num_batched_tokens = options.max_num_batched_tokens;

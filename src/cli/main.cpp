@@ -17,6 +17,9 @@ void add_model_flags(CLI::App& command, ModelSource& source) {
                      "override the GGUF's tokenizer.ggml.pre pre-tokenizer name");
   command.add_flag("--mmap", source.run_from_mapping,
                    "run the weights from the file mapping: no repacked or huge-page copies (less memory, slower decode)");
+  command.add_flag("!--no-memory-check", source.check_memory,
+                   "load a model (and allocate its KV cache) even when it needs more memory than is available: "
+                   "the weights are then paged in from the file on every token");
 }
 
 int default_threads() {

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <fstream>
 #include <string>
 
@@ -28,18 +30,55 @@ std::shared_ptr<uint8_t> WeightArena::allocate(size_t bytes) {
   return array;
 }
 
-size_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
+namespace {
+
+// The first number on the line of `path` that starts with `key` ("" → the file's first line).
+// nullopt when the file or the line is missing or not a number ("max").
+std::optional<uint64_t> read_number(const std::string& path, const std::string& key = "") {
+  std::ifstream in(path);
   std::string line;
-  while (std::getline(meminfo, line)) {  // "MemAvailable:   20757012 kB"
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
     try {
-      return static_cast<size_t>(std::stoull(line.substr(13))) << 10;
+      return std::stoull(line.substr(key.size()));
     } catch (const std::exception&) {
-      return 0;
+      return std::nullopt;
     }
   }
-  return 0;
+  return std::nullopt;
+}
+
+// What the process's memory cgroup (a container's limit) still allows: its limit less what it has
+// charged, plus the page cache it could reclaim. nullopt without a limit.
+std::optional<uint64_t> cgroup_available_bytes() {
+  constexpr uint64_t kNoLimit = uint64_t{1} << 60;  // cgroup v1 writes "no limit" as ~2^63
+  if (auto limit = read_number("/sys/fs/cgroup/memory.max")) {  // v2 ("max" without a limit)
+    const uint64_t used = read_number("/sys/fs/cgroup/memory.current").value_or(0);
+    const uint64_t cache = read_number("/sys/fs/cgroup/memory.stat", "file ").value_or(0);
+    if (*limit < kNoLimit) return *limit - std::min(*limit, used > cache ? used - cache : 0);
+  }
+  if (auto limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes")) {  // v1
+    const uint64_t used = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes").value_or(0);
+    const uint64_t cache = read_number("/sys/fs/cgroup/memory/memory.stat", "total_cache ").value_or(0);
+    if (*limit < kNoLimit) return *limit - std::min(*limit, used > cache ? used - cache : 0);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+size_t available_memory_bytes() {
+  // "MemAvailable:   20757012 kB": free memory plus the page cache and slabs the kernel can reclaim.
+  const std::optional<uint64_t> kib = read_number("/proc/meminfo", "MemAvailable:");
+  uint64_t available = kib ? *kib << 10 : 0;
+  if (const auto cgroup = cgroup_available_bytes()) available = available == 0 ? *cgroup : std::min(available, *cgroup);
+  return static_cast<size_t>(available);
+}
+
+std::string gib_text(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(size_t{1} << 30));
+  return text;
 }
 
 bool weight_copies_fit(size_t bytes, size_t available) { return available == 0 || bytes + kWeightMemoryHeadroom <= available; }

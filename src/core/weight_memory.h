@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 namespace nucleus {
 
@@ -42,9 +43,13 @@ class WeightArena {
   size_t used_ = 0, capacity_ = 0;
 };
 
-// The kernel's estimate of memory available without swapping (MemAvailable in /proc/meminfo);
-// 0 when it cannot be read.
+// Memory the process can still use without swapping or being OOM-killed: the kernel's estimate
+// (MemAvailable in /proc/meminfo, free memory plus reclaimable page cache), lowered to what the
+// memory cgroup's limit still allows inside a container; 0 when neither can be read.
 size_t available_memory_bytes();
+
+// "3.25 GiB": sizes in memory errors.
+std::string gib_text(size_t bytes);
 
 // Whether copies of `bytes` of weights (packing, huge pages) fit in `available` with room to
 // spare (kWeightMemoryHeadroom for KV caches, scratch and everything else). Allocations succeed

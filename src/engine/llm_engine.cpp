@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <string>
 
 #include "core/error.h"
+#include "core/weight_memory.h"
 
 namespace nucleus {
 
@@ -16,7 +18,9 @@ int64_t kv_blocks_for_bytes(const HParams& hp, int64_t block_size, int64_t bytes
   return std::max<int64_t>(1, bytes / per_block);
 }
 
-KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
+namespace {
+
+KvCacheShape sized_kv_shape(const HParams& hp, const EngineConfig& config) {
   if (config.block_size <= 0) throw Error("--block-size must be positive");
   KvCacheShape shape{hp.n_layer, 0, config.block_size, hp.kv_dim(), config.kv_type};
   // Recurrent layers (Qwen3.5): one state slot per request that can run at once (ModelRunner).
@@ -57,13 +61,37 @@ KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
   return shape;
 }
 
+}  // namespace
+
+KvCacheShape engine_kv_shape(const HParams& hp, const EngineConfig& config) {
+  KvCacheShape shape = sized_kv_shape(hp, config);
+  constexpr int64_t kMaxBlocks = std::numeric_limits<int32_t>::max();  // block ids are int32
+  if (shape.num_blocks > kMaxBlocks || shape.num_window_blocks > kMaxBlocks)
+    throw Error("the KV cache would have " + std::to_string(std::max(shape.num_blocks, shape.num_window_blocks)) +
+                " blocks, more than the " + std::to_string(kMaxBlocks) + " block ids there are (lower --kv-cache-mem or --num-blocks, or raise --block-size)");
+  return shape;
+}
+
+namespace {
+
+// What the KV pool may take: the memory available less the mapped weights, which the forward pass
+// keeps reading and which MemAvailable counts as reclaimable page cache. 0: no check.
+size_t kv_memory_budget(const Model& model, const EngineConfig& config) {
+  if (!config.check_memory) return 0;
+  const size_t available = config.available_memory > 0 ? config.available_memory : available_memory_bytes();
+  if (available == 0) return 0;  // unknown
+  return std::max<size_t>(1, available - std::min(available, model.mapped_weight_bytes()));
+}
+
+}  // namespace
+
 LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
       max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.hparams().n_ctx)
                                               : model.hparams().n_ctx),
-      kv_(engine_kv_shape(model.hparams(), config)),
+      kv_(engine_kv_shape(model.hparams(), config), kv_memory_budget(model, config)),
       pool_(static_cast<int32_t>(kv_.shape().num_blocks), static_cast<int32_t>(config.block_size)),
       window_pool_(static_cast<int32_t>(std::max<int64_t>(1, kv_.shape().num_window_blocks)), static_cast<int32_t>(config.block_size)),
       // A prefix-cache hit would skip the tokens a recurrent state must absorb: off for hybrid models.

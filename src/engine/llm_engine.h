@@ -40,6 +40,10 @@ struct EngineConfig {
   // pool go to the full-attention layers. False: one pool for every layer.
   bool window_kv_pool = true;
   int64_t num_window_blocks = 0;  // window pool size in blocks; 0 → enough for max_num_seqs windows
+  // The KV pool (and recurrent state) is refused with an Error before allocation when it needs more
+  // than the memory available less the model's mapped weights (Model::mapped_weight_bytes).
+  bool check_memory = true;
+  size_t available_memory = 0;  // 0: measure (available_memory_bytes())
 };
 
 struct RequestOutput {

@@ -30,7 +30,7 @@ LoadedModel load_model(const ModelSource& source) {
   LoadedModel loaded;
   std::unique_ptr<GgufFile> file = open_model_file(source);
   loaded.tokenizer = Tokenizer::from_gguf(*file, source.tokenizer_options);
-  loaded.model = Model::load(std::move(file), ModelLoadOptions{source.run_from_mapping, source.n_ctx});
+  loaded.model = Model::load(std::move(file), ModelLoadOptions{source.run_from_mapping, source.n_ctx, source.check_memory});
   if (loaded.tokenizer->n_vocab() != loaded.model->hparams().n_vocab)
     throw Error(source.model_path + ": tokenizer has " + std::to_string(loaded.tokenizer->n_vocab()) +
                 " tokens but the embedding matrix has " + std::to_string(loaded.model->hparams().n_vocab) + " rows");

@@ -15,6 +15,7 @@ struct ModelSource {
   TokenizerOptions tokenizer_options;
   bool run_from_mapping = false;  // --mmap: no packed / huge-page weight copies (ModelLoadOptions)
   int64_t n_ctx = 0;              // the context the model will serve (0: its own); ModelLoadOptions::n_ctx
+  bool check_memory = true;       // --no-memory-check turns it off (ModelLoadOptions::check_memory)
 };
 
 struct LoadedModel {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/weight_memory.h"
 #include "model/hparams.h"
 
 namespace nucleus {
@@ -25,7 +26,7 @@ RecurrentStateShape recurrent_state_shape(const HParams& hp, int64_t num_slots) 
   return r;
 }
 
-KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
+KvCache::KvCache(const KvCacheShape& shape, size_t memory_budget) : shape_(shape) {
   if (!shape.window_layers.empty() && static_cast<int64_t>(shape.window_layers.size()) != shape.n_layer)
     throw Error("KV cache: window_layers must name every layer");
   const RecurrentStateShape& r = shape.recurrent;
@@ -52,6 +53,13 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
     places_[static_cast<size_t>(l)] = {n, true};
     n += static_cast<size_t>(shape.num_window_blocks) * block_elements;
   }
+  const size_t state_floats = static_cast<size_t>(n_recurrent * r.num_slots * (r.conv_floats + r.ssm_floats));
+  const size_t bytes = 2 * n * static_cast<size_t>(kv_type_bytes(shape.type)) + state_floats * sizeof(float);
+  // Zero-filling touches every page: past the memory there is, the OOM killer would answer, not an Error.
+  if (memory_budget > 0 && bytes > memory_budget)
+    throw Error("the KV cache needs " + gib_text(bytes) + " (" + std::to_string(shape.num_blocks) + " blocks of " +
+                std::to_string(shape.block_size) + " tokens" + (state_floats > 0 ? ", and the recurrent state" : "") +
+                ") but only " + gib_text(memory_budget) + " of memory is left beside the weights (lower --kv-cache-mem or --num-blocks)");
   try {
     if (shape.type == KvType::f16) {
       k16_.assign(n, 0);
@@ -60,11 +68,10 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
       k_.assign(n, 0.0f);
       v_.assign(n, 0.0f);
     }
-    recurrent_.assign(static_cast<size_t>(n_recurrent * r.num_slots * (r.conv_floats + r.ssm_floats)), 0.0f);
+    recurrent_.assign(state_floats, 0.0f);
     state_tokens_.assign(static_cast<size_t>(std::max<int64_t>(0, r.num_slots)), 0);
   } catch (const std::bad_alloc&) {
-    throw Error("cannot allocate the KV cache (" + std::to_string(2 * n * static_cast<size_t>(kv_type_bytes(shape.type)) >> 20) +
-                " MiB)");
+    throw Error("cannot allocate the KV cache (" + gib_text(bytes) + ")");
   }
 }
 

@@ -58,7 +58,9 @@ RecurrentStateShape recurrent_state_shape(const HParams& hp, int64_t num_slots);
 
 class KvCache {
  public:
-  explicit KvCache(const KvCacheShape& shape);  // throws Error if the pool cannot be allocated
+  // Throws Error if the pool cannot be allocated, or needs more than memory_budget bytes (0: no
+  // budget) — checked before anything is allocated.
+  explicit KvCache(const KvCacheShape& shape, size_t memory_budget = 0);
 
   const KvCacheShape& shape() const { return shape_; }
   KvType type() const { return shape_.type; }

@@ -64,9 +64,16 @@ struct ModelWeights {
 // How Model::load places the weights. By default Q4_0/Q8_0 matrices are repacked and other large
 // ones of a mapped file copied to huge pages (faster decode), when the copies fit in available
 // memory; otherwise, or with run_from_mapping, the kernels read them where the file has them.
+//
+// A mapped file's weights are read on every token, so they must fit in memory: a file whose tensor
+// data exceeds the memory available (core/weight_memory.h: MemAvailable, or a container's cgroup
+// limit) is refused with an Error before anything is allocated, unless check_memory is off (then
+// the kernel pages weights in from the file on every token, at disk speed).
 struct ModelLoadOptions {
   bool run_from_mapping = false;
   int64_t n_ctx = 0;  // the context the model will serve (0: its training context); Phi-3 picks its rope factors by it
+  bool check_memory = true;
+  size_t available_memory = 0;  // bytes the weights may take; 0: measure (available_memory_bytes())
 };
 
 class Model {
@@ -74,6 +81,10 @@ class Model {
   // Takes ownership of the parsed file; validates every tensor's presence, shape and type.
   static std::unique_ptr<Model> load(std::unique_ptr<GgufFile> file, const ModelLoadOptions& options = {});
   bool weights_moved() const { return weights_moved_; }  // packed / copied (false: read in place)
+  // Bytes of the file mapping the forward pass keeps reading (all the tensor data when nothing was
+  // moved; the token embeddings and other unmoved tensors otherwise): page cache that must stay
+  // resident, which MemAvailable still counts as reclaimable.
+  size_t mapped_weight_bytes() const { return mapped_weight_bytes_; }
   // A second Model over the same weights (the file, packed and copied matrices are shared, not
   // copied) with scratch of its own, so it can run on another thread while this one does.
   std::unique_ptr<Model> share_weights() const;
@@ -117,6 +128,7 @@ class Model {
   std::shared_ptr<DeltaNetScratch> delta_scratch_;
   StepProfile* profile_ = nullptr;
   bool weights_moved_ = false;
+  size_t mapped_weight_bytes_ = 0;
 };
 
 }  // namespace nucleus

@@ -267,8 +267,16 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   size_t moving = 0;
   for (const WeightMatrix* m : matrices)
     if (packable(m->type) || will_copy(*m)) moving += m->bytes();
+  // The weights are read on every token: they must fit in memory (ModelLoadOptions).
+  const size_t tensor_bytes = file->file_size() - std::min(file->file_size(), file->data_offset());
+  const size_t available = options.available_memory > 0 ? options.available_memory : available_memory_bytes();
+  if (file->mapped() && options.check_memory && available > 0 && tensor_bytes > available)
+    throw Error(file->path() + ": the weights take " + gib_text(tensor_bytes) + " but only " + gib_text(available) +
+                " of memory is available; every token reads all of them, so they would be paged in from the file "
+                "at disk speed (--no-memory-check loads the model anyway)");
   // Copies that would not fit are not made (the OOM killer, not an Error, would answer them).
-  model->weights_moved_ = !options.run_from_mapping && moving > 0 && weight_copies_fit(moving, available_memory_bytes());
+  model->weights_moved_ = !options.run_from_mapping && moving > 0 && weight_copies_fit(moving, available);
+  model->mapped_weight_bytes_ = file->mapped() ? tensor_bytes - (model->weights_moved_ ? std::min(tensor_bytes, moving) : 0) : 0;
   // One arena for all of them: the matrices of a small model are each below a huge page's worth of
   // rounding, but together they still stream from 2 MiB pages (core/weight_memory.h).
   WeightArena arena(moving + 64 * matrices.size() + 64 * kPackRows * 1024);
@@ -293,6 +301,7 @@ std::unique_ptr<Model> Model::share_weights() const {
   copy->kernels_ = kernels_;
   copy->ones_ = ones_;
   copy->weights_moved_ = weights_moved_;
+  copy->mapped_weight_bytes_ = mapped_weight_bytes_;
   return copy;
 }
 
