@@ -160,8 +160,7 @@ void expect_recovered(TestServer& server, const Baseline& baseline, const std::s
 // one httplib worker each, but neither delay other clients nor stay open for long. httplib 0.11's
 // defaults bound them: after the read timeout (CPPHTTPLIB_READ_TIMEOUT_SECOND, 5 s) the unfinished
 // headers get a 400, and after the keep-alive timeout (5 s more) the connection is closed: ~10 s in
-// all, short enough that the server needs no timeout flag of its own. (A client that keeps
-// trickling a byte every < 5 s is not bounded: httplib has no deadline for a whole request.)
+// all. (A client that keeps trickling a byte every < 5 s meets the request deadline: 1a'.)
 TEST(ServerFaults, SlowlorisConnectionsDoNotDelayOthersAndAreClosedAfterTheReadTimeout) {
   NUCLEUS_REQUIRE_SHARED();
   TestServer server(shared_path("models/stories260K.gguf"));
@@ -198,6 +197,101 @@ TEST(ServerFaults, SlowlorisConnectionsDoNotDelayOthersAndAreClosedAfterTheReadT
   EXPECT_GT(closed_after, 4.0) << "closed before the read timeout?";
   EXPECT_LT(closed_after, 15.0);
   expect_recovered(server, baseline, "after slowloris");
+}
+
+// 1a'. Slowloris that never goes quiet: a client that keeps trickling a byte every 400 ms (well
+// inside httplib's 5 s read timeout) is still cut off once its request has taken longer than the
+// request deadline (ServerConfig::request_read_seconds, here 2 s) — in the headers, or in the body
+// of a generation route. The deadline covers reading only: a response that takes longer to write
+// than the deadline (a slowly read stream) is not cut, and a keep-alive connection gets a fresh
+// deadline for each request.
+TEST(ServerFaults, ATricklingClientIsCutOffAtTheRequestDeadlineButASlowResponseIsNot) {
+  NUCLEUS_REQUIRE_SHARED();
+  server::ServerConfig config;
+  config.request_read_seconds = 2.0;
+  TestServer server(shared_path("models/stories260K.gguf"), config);
+  const Baseline baseline = warm_up(server);
+
+  const std::string body = json{{"prompt", "Once upon a time"}, {"max_tokens", 4}}.dump();
+  const std::string headers = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              "X-Padding: " + std::string(64, 'x') + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  struct Trickle {
+    std::string sent_first;  // sent at once
+    std::string trickled;    // then a byte every 400 ms
+  };
+  const std::vector<Trickle> trickles = {{"", headers + body}, {headers, body}};  // in the headers; in the body
+  std::vector<int> fds;
+  for (size_t i = 0; i < trickles.size(); ++i) {
+    fds.push_back(connect_loopback(server.port()));
+    ASSERT_GE(fds.back(), 0);
+    ASSERT_TRUE(send_all(fds.back(), trickles[i].sent_first));
+  }
+  const auto start = Clock::now();
+  std::vector<double> cut_after(fds.size(), -1.0);
+  std::vector<std::string> got(fds.size());
+  for (size_t k = 0; seconds_since(start) < 12.0; ++k) {
+    bool all_cut = true;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (cut_after[i] >= 0) continue;
+      all_cut = false;
+      const std::string& rest = trickles[i].trickled;
+      if (k < rest.size() && !send_all(fds[i], rest.substr(k, 1))) cut_after[i] = seconds_since(start);
+      pollfd p{fds[i], POLLIN, 0};
+      if (cut_after[i] < 0 && ::poll(&p, 1, 0) > 0 && read_until_closed(fds[i], 1.0, &got[i])) cut_after[i] = seconds_since(start);
+    }
+    if (all_cut) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
+    // 12 s of trickling would have sent 30 bytes: neither request was complete when it was cut.
+    EXPECT_GE(cut_after[i], 1.5) << "trickle " << i << " cut before the deadline";
+    EXPECT_LE(cut_after[i], 5.0) << "trickle " << i << " was not cut at the 2 s deadline (-1: never)";
+    EXPECT_EQ(got[i].find("HTTP/1.1 200"), std::string::npos) << got[i];
+    ::close(fds[i]);
+  }
+
+  // A stream read slowly (a small receive window, 256 bytes every 30 ms) takes longer to write
+  // than the 2 s deadline and still arrives whole.
+  const int fd = connect_loopback(server.port(), 2048);
+  ASSERT_GE(fd, 0);
+  const json streamed = {{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"stream", true}, {"logprobs", 2},
+                         {"ignore_eos", true}};
+  ASSERT_TRUE(send_all(fd, completion_request(streamed)));
+  std::string stream;
+  const auto stream_start = Clock::now();
+  char chunk[256];
+  while (stream.find("data: [DONE]") == std::string::npos && seconds_since(stream_start) < 60.0) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    stream.append(chunk, static_cast<size_t>(n));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  EXPECT_NE(stream.find("data: [DONE]"), std::string::npos) << "the slowly read stream was cut";
+  EXPECT_GT(seconds_since(stream_start), 2.5) << "the stream did not outlast the request deadline: the test proves nothing";
+  ::close(fd);
+
+  // Three requests on one keep-alive connection, 1.5 s apart: 3 s in all, past the 2 s deadline,
+  // but each request has one of its own.
+  const int kept = connect_loopback(server.port());
+  ASSERT_GE(kept, 0);
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ASSERT_TRUE(send_all(kept, completion_request(json{{"prompt", "Hello"}, {"max_tokens", 2}}))) << "request " << i;
+    std::string answer;
+    const auto asked = Clock::now();
+    while (answer.find("\"usage\"") == std::string::npos && seconds_since(asked) < 10.0) {
+      pollfd p{kept, POLLIN, 0};
+      if (::poll(&p, 1, 500) <= 0) continue;
+      const ssize_t n = ::recv(kept, chunk, sizeof chunk, 0);
+      if (n <= 0) break;
+      answer.append(chunk, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << "request " << i << " on the kept-alive connection: " << answer;
+  }
+  ::close(kept);
+  expect_recovered(server, baseline, "after trickling clients");
 }
 
 // 1b. A slow reader: a client that asks for a long stream with several choices and logprobs (MBs of

@@ -192,6 +192,9 @@ Runner add_serve_command(CLI::App& app) {
   command->add_option("--max-body-bytes", options->server.max_body_bytes, "larger request bodies get 413");
   command->add_option("--replica-id", options->server.replica_id,
                       "name of this replica behind a balancer, sent as the x-nucleus-replica response header");
+  command->add_option("--request-timeout", options->server.request_read_seconds,
+                      "seconds a request's line, headers and body may take to arrive (slow clients are cut off)")
+      ->check(CLI::Range(0.1, 86400.0));
   command->add_option("--shutdown-timeout", options->server.shutdown_deadline_seconds,
                       "seconds in-flight requests get on SIGINT/SIGTERM before they are aborted");
   command->add_option("--chat-template", options->chat_template, "chat template family: " + chat_template_names());

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/request_deadline.h"
 #include "server/explainer_routes.h"
 #include "server/route_helpers.h"
 #include "server/openai_responses.h"
@@ -27,18 +28,42 @@ struct HttpServer::Served {
 
 namespace {
 
-constexpr int64_t kPollMilliseconds = 50;
+constexpr int64_t kPollMilliseconds = 50;  // how often a waiting handler re-checks for shutdown
 
-// The packaged cpp-httplib listens with a backlog of 5: a burst of clients would have SYNs dropped
-// (and retried a second later, or failed). Listening again on the bound socket widens the queue.
-class WideBacklogServer : public httplib::Server {
+// cpp-httplib's server with two changes:
+// - The packaged cpp-httplib listens with a backlog of 5: a burst of clients would have SYNs
+//   dropped (and retried a second later, or failed). Listening again on the bound socket widens
+//   the queue.
+// - Each connection is served through a DeadlineStream (request_deadline.h): a request must arrive
+//   whole within ServerConfig::request_read_seconds, so a trickling client cannot hold a worker.
+class NucleusHttplibServer : public httplib::Server {
  public:
+  explicit NucleusHttplibServer(double request_read_seconds)
+      : request_read_(std::chrono::milliseconds(static_cast<int64_t>(request_read_seconds * 1000))) {}
   void widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
-};  // how often a waiting handler re-checks for shutdown
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    ConnectionTimeouts timeouts;
+    timeouts.read = std::chrono::milliseconds(read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000);
+    timeouts.write = std::chrono::milliseconds(write_timeout_sec_ * 1000 + write_timeout_usec_ / 1000);
+    timeouts.keep_alive = std::chrono::milliseconds(keep_alive_timeout_sec_ * 1000);
+    timeouts.request = request_read_;
+    timeouts.max_requests = keep_alive_max_count_;
+    serve_connection(
+        sock, timeouts, [this] { return svr_sock_ == INVALID_SOCKET; },
+        [this](httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+          return process_request(stream, close_connection, connection_closed, nullptr);
+        });
+    return true;
+  }
+
+  std::chrono::milliseconds request_read_;
+};
 
 }  // namespace
 
-HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)), http_(std::make_unique<WideBacklogServer>()) {
+HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)), http_(std::make_unique<NucleusHttplibServer>(config_.request_read_seconds)) {
   const int threads = config_.http_threads > 0 ? config_.http_threads : static_cast<int>(2 * config_.max_num_seqs + 16);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(config_.max_body_bytes);
@@ -64,7 +89,7 @@ int HttpServer::bind() {
       throw Error("cannot bind " + config_.host + ":" + std::to_string(config_.port) + " (in use, or not a local address?)");
     port_ = config_.port;
   }
-  static_cast<WideBacklogServer&>(*http_).widen_backlog(1024);
+  static_cast<NucleusHttplibServer&>(*http_).widen_backlog(1024);
   return port_;
 }
 
@@ -168,8 +193,11 @@ void HttpServer::register_routes() {
         res.status = 413;  // the error handler writes the body
         return;
       }
-      if (!complete) {
-        res.status = 400;
+      if (!complete) {  // the rest of the connection's bytes cannot be trusted to start a request
+        res.set_header("Connection", "close");
+        send_error(res, ApiError(400, "the request body did not arrive whole (cut off, or slower than the server's --request-timeout)",
+                                 "invalid_request_error"),
+                   config_.retry_after_seconds);
         return;
       }
       httplib::Request full = req;

@@ -18,6 +18,9 @@ struct ServerConfig {
   int64_t max_waiting_seqs = 256;
   int http_threads = 0;             // 0 → 2·(max_num_seqs) + 16: every stream holds one thread
   double shutdown_deadline_seconds = 10.0;  // SIGINT/SIGTERM: in-flight requests get this long
+  // A request's line, headers and body must all arrive within this (slowloris: a client trickling
+  // a byte every few seconds); past it the connection gets 400 and is closed (request_deadline.h).
+  double request_read_seconds = 30.0;
   int retry_after_seconds = 1;
   // serve --replica-id: sent as the "x-nucleus-replica" header of every response (which replica
   // behind a balancer answered; empty: no header).
