@@ -64,6 +64,8 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
   for (int t = 0; t < N; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
 }
 
+constexpr int64_t kQ8PrefetchBlocks = 6;  // 3 KiB ahead of the block being read
+
 // Q8_0 in lane order (see packed_dot.h): one float accumulator per 4-column chunk and token, so
 // two tokens fill 16 of the 32 registers.
 template <int N>
@@ -76,6 +78,14 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m512i wq[8];
+    if constexpr (N == 1) {
+      // Decode streams each weight once: the hardware prefetchers alone left one core at ~15 GB/s
+      // on this layout (the row-major kernel reached ~21); asking for the block kQ8PrefetchBlocks
+      // ahead took 2-thread Q8_0 decode from ~20 to ~27-30 tok/s (docs/BENCHMARKS.md). Prefetches
+      // past the matrix's end are harmless (they never fault) and change no result.
+      const uint8_t* ahead = qs + static_cast<size_t>(b + kQ8PrefetchBlocks) * w.qs_block_bytes;
+      for (int k = 0; k < 8; ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * k), _MM_HINT_T0);
+    }
     load_block<false>(qs + static_cast<size_t>(b) * w.qs_block_bytes, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
     for (int t = 0; t < N; ++t) {
