@@ -337,6 +337,23 @@ TEST(SyntheticShapes, EveryFamilyLoadsWithItsFeaturesAndRuns) {
     const std::vector<float>& logits = runner.feed(tokens, /*all_logits=*/false);
     for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   }
+  {  // qwen35 at Qwen3.5-0.8B's proportions: attention heads wider than dim / heads, delta-net heads of their own
+    SyntheticModelSpec spec = base;
+    spec.arch = "qwen35", spec.layers = 4, spec.head_dim = 128, spec.ssm_k_heads = 4, spec.ssm_v_heads = 8, spec.ssm_state = 32;
+    const std::string path = dir + "/qwen35-wide.gguf";
+    write_synthetic_model(spec, path, 2);
+    auto model = Model::load(GgufFile::open(path));
+    const HParams& hp = model->hparams();
+    EXPECT_EQ(hp.layers[3].head_dim, 128);
+    EXPECT_EQ(hp.delta_net.n_k_heads, 4);
+    EXPECT_EQ(hp.delta_net.n_v_heads, 8);
+    EXPECT_EQ(hp.delta_net.head_dim, 32);
+    SequenceRunner runner(*model, 20, 2);
+    std::vector<int32_t> tokens(20, 7);
+    for (float v : runner.feed(tokens, /*all_logits=*/false)) ASSERT_TRUE(std::isfinite(v));
+    spec.arch = "qwen3";  // the qwen35 shape options belong to qwen35
+    EXPECT_THROW(write_synthetic_model(spec, dir + "/bad.gguf", 2), Error);
+  }
   SyntheticModelSpec bad = base;
   bad.arch = "gemma3", bad.experts = 4;
   EXPECT_THROW(write_synthetic_model(bad, dir + "/bad.gguf", 2), Error);  // experts only for llama / qwen3moe

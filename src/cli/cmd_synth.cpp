@@ -38,6 +38,10 @@ Runner add_synth_command(CLI::App& app) {
   cmd->add_option("--experts", spec.experts, "llama (Mixtral-style) or qwen3moe: an MoE FFN of this many experts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--experts-used", spec.experts_used, "experts per token (top-k)")->check(CLI::PositiveNumber);
   cmd->add_option("--window", spec.window, "gemma2/3/4: sliding window of the local layers")->check(CLI::PositiveNumber);
+  cmd->add_option("--head-dim", spec.head_dim, "qwen35: attention head size (default dim / heads)")->check(CLI::PositiveNumber);
+  cmd->add_option("--ssm-k-heads", spec.ssm_k_heads, "qwen35: delta-net key heads (default --kv-heads)")->check(CLI::PositiveNumber);
+  cmd->add_option("--ssm-v-heads", spec.ssm_v_heads, "qwen35: delta-net value heads (default --heads)")->check(CLI::PositiveNumber);
+  cmd->add_option("--ssm-state", spec.ssm_state, "qwen35: delta-net head size (default dim / heads)")->check(CLI::PositiveNumber);
   cmd->add_option("--type", options->type, "weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
   cmd->add_option("--seed", spec.seed, "random seed");
   cmd->add_option("--token", options->renamed_tokens,

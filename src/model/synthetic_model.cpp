@@ -77,12 +77,19 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
   // Qwen3.5 (hybrid): every 4th layer gated attention (heads × dim/heads, a query and a gate per head,
   // QK-norm, rope on a quarter of the head), the others gated delta-net with kv_heads key heads and
   // heads value heads of size dim/heads and a 4-tap conv.
-  const int64_t ssm_state = spec.dim / spec.heads, ssm_k_heads = spec.kv_heads, ssm_v_heads = spec.heads;
+  auto or_default = [](int64_t value, int64_t fallback) { return value > 0 ? value : fallback; };
+  const int64_t ssm_state = or_default(spec.ssm_state, spec.dim / spec.heads);
+  const int64_t ssm_k_heads = or_default(spec.ssm_k_heads, spec.kv_heads), ssm_v_heads = or_default(spec.ssm_v_heads, spec.heads);
+  if (!qwen35 && (spec.head_dim > 0 || spec.ssm_state > 0 || spec.ssm_k_heads > 0 || spec.ssm_v_heads > 0))
+    throw Error("synth: --head-dim and --ssm-* are for --arch qwen35");
+  if (ssm_v_heads % ssm_k_heads != 0) throw Error("synth: --ssm-v-heads must be a multiple of --ssm-k-heads");
+  const int64_t attn_head = qwen35 ? or_default(spec.head_dim, spec.dim / spec.heads) : spec.dim / spec.heads;
+  if (attn_head % 8 != 0 && qwen35) throw Error("synth: qwen35's --head-dim must be a multiple of 8");
   const int64_t ssm_key_dim = ssm_k_heads * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
   const int64_t ssm_conv_dim = 2 * ssm_key_dim + ssm_value_dim;
   auto qwen35_recurrent = [&](int64_t il) { return (il + 1) % 4 != 0; };
   if (qwen35) {
-    const int64_t head = spec.dim / spec.heads;
+    const int64_t head = attn_head;
     const int64_t n_rot = std::max<int64_t>(2, head / 4 / 2 * 2), pairs = n_rot / 2;
     writer.set(p + "attention.key_length", MetaValue::u32(static_cast<uint32_t>(head)));
     writer.set(p + "attention.value_length", MetaValue::u32(static_cast<uint32_t>(head)));
@@ -210,12 +217,13 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& ou
         add(b + "ssm_norm.weight", GgmlType::F32, ssm_state, 1, 0.0f, 1.0f);
         add(b + "ssm_out.weight", spec.type, ssm_value_dim, spec.dim, scale_for(ssm_value_dim), 0.0f);
       } else {
-        add(b + "attn_q.weight", spec.type, spec.dim, 2 * spec.dim, scale_for(spec.dim), 0.0f);
-        add(b + "attn_k.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
-        add(b + "attn_v.weight", spec.type, spec.dim, kv_dim, scale_for(spec.dim), 0.0f);
-        add(b + "attn_output.weight", spec.type, spec.dim, spec.dim, scale_for(spec.dim), 0.0f);
-        add(b + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
-        add(b + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.0f, 1.0f);
+        const int64_t q_dim = spec.heads * attn_head, layer_kv_dim = spec.kv_heads * attn_head;
+        add(b + "attn_q.weight", spec.type, spec.dim, 2 * q_dim, scale_for(spec.dim), 0.0f);  // query | gate per head
+        add(b + "attn_k.weight", spec.type, spec.dim, layer_kv_dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_v.weight", spec.type, spec.dim, layer_kv_dim, scale_for(spec.dim), 0.0f);
+        add(b + "attn_output.weight", spec.type, q_dim, spec.dim, scale_for(q_dim), 0.0f);
+        add(b + "attn_q_norm.weight", GgmlType::F32, attn_head, 1, 0.0f, 1.0f);
+        add(b + "attn_k_norm.weight", GgmlType::F32, attn_head, 1, 0.0f, 1.0f);
       }
       add(b + "post_attention_norm.weight", GgmlType::F32, spec.dim, 1, 0.0f, 1.0f);  // the pre-FFN norm
       add(b + "ffn_gate.weight", spec.type, spec.dim, spec.ffn, scale_for(spec.dim), 0.0f);

@@ -35,6 +35,9 @@ struct SyntheticModelSpec {
   int64_t context_length = 2048;
   int64_t experts = 0, experts_used = 2;  // llama, qwen3moe: FFN as `experts` experts, top-`experts_used`
   int64_t window = 1024;                  // gemma2-4: the local layers' sliding window
+  // qwen35 only (0: the defaults above): the attention layers' head size, and the delta-net
+  // layers' key heads, value heads and state size (Qwen3.5-0.8B: 256; 16, 16, 128).
+  int64_t head_dim = 0, ssm_k_heads = 0, ssm_v_heads = 0, ssm_state = 0;
   GgmlType type = GgmlType::F16;  // matrices; norms and biases stay F32
   uint64_t seed = 1;
 };
