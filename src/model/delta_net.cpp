@@ -12,10 +12,20 @@ namespace {
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
+// Σ a[i]·b[i] in 16 lanes (lane l takes i ≡ l mod 16), then the lanes halved pairwise: an order
+// the source fixes (the build has -ffp-contract=off), so the result is the same at any vector width
+// — and the compiler can keep the lanes in SIMD registers, which a serial sum forbids it (the
+// serial dots were most of a Qwen3.5 prefill: docs/BENCHMARKS.md).
 float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+  constexpr int kLanes = 16;
+  float lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += a[i + l] * b[i + l];
+  for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * b[i];
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
 }
 
 // Runs head_body(j) for every value head, on threads when the work is worth waking them.
@@ -32,11 +42,13 @@ void for_each_head(int64_t n_heads, int64_t work, int n_threads, const Body& hea
 }  // namespace
 
 void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel, const float* weight, float* state,
-                    float* out, float* window) {
+                    float* out, float* window, int n_threads) {
   const int64_t history = kernel - 1;
   // window: [K−1+n, conv_dim] = the carried inputs, then this step's.
   std::memcpy(window, state, static_cast<size_t>(history * conv_dim) * sizeof(float));
   std::memcpy(window + history * conv_dim, m, static_cast<size_t>(n * conv_dim) * sizeof(float));
+  // Each output is its own sum: tokens split over threads change no result.
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && n * conv_dim >= (1 << 16))
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * conv_dim;
     for (int64_t c = 0; c < conv_dim; ++c) {

@@ -30,8 +30,9 @@ namespace nucleus {
 // m: [n, conv_dim]; weight: [conv_dim, K] (tap K−1 multiplies the current token);
 // state: [K−1, conv_dim] the inputs before m[0] (oldest first; zeros at a sequence's start),
 // replaced by the last K−1 inputs; out: [n, conv_dim]; window: scratch of (K−1+n)·conv_dim floats.
+// Long runs are split over n_threads tokens-wise (the same result on any thread count).
 void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel, const float* weight, float* state,
-                    float* out, float* window);
+                    float* out, float* window, int n_threads = 1);
 
 // x ← x / max(‖x‖₂, eps) (ggml's l2_norm: the sum of squares in double).
 void l2_normalize(float* x, int64_t n, float eps);

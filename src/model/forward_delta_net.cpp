@@ -126,7 +126,10 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
       std::copy_n(&ds.g[row * Hv], Hv, &ds.seq_g[t * Hv]);
       std::copy_n(&ds.beta[row * Hv], Hv, &ds.seq_beta[t * Hv]);
     }
-    delta_net_conv(ds.seq_m.data(), n_s, conv_dim, K, L.ssm_conv.data(), conv_state, ds.seq_u.data(), ds.window.data());
+    delta_net_conv(ds.seq_m.data(), n_s, conv_dim, K, L.ssm_conv.data(), conv_state, ds.seq_u.data(), ds.window.data(), n_threads);
+    // Per token and head, independent: split over threads for prefill (no result depends on it).
+    const bool split = n_threads > 1 && n_s * conv_dim >= (1 << 16);
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (split)
     for (int64_t t = 0; t < n_s; ++t) {
       float* u = &ds.seq_u[t * conv_dim];
       for (int64_t h = 0; h < Hk; ++h) {
@@ -145,6 +148,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
     if (n_s >= kChunkedMinTokens) delta_net_chunked(d, in, ssm_state, ds.seq_o.data(), n_threads, kChunkSize);
     else delta_net_recurrent(d, in, ssm_state, ds.seq_o.data(), n_threads);
     // Gated RMS norm per value head: o_j ← norm(o_j, ssm_norm) · silu(z_j).
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (split)
     for (int64_t t = 0; t < n_s; ++t) {
       const int64_t row = rows[static_cast<size_t>(t)];
       for (int64_t j = 0; j < Hv; ++j) {
