@@ -136,6 +136,14 @@ TEST(FuzzRegressions, JinjaNestedJoinsAreHeldToTheStringSizeLimit) {
   expect_error_containing([&] { render_chat_json(method, nlohmann::ordered_json::array(), false); }, "too large");
   const ChatTemplate output = chat_template_from_jinja("{% set s = 'x' * 9000000 %}{% for i in range(2) %}{{ s }}{% endfor %}");
   expect_error_containing([&] { render_chat_json(output, nlohmann::ordered_json::array(), false); }, "too large");
+  // Chained joins that iterate a string of a few MB: each string past 1 MiB is refused before one
+  // Value per character is made (the fuzzer's timeout-8a5518c2: 28 s under ASan building them;
+  // fuzz/corpus/jinja_template/regression-join-iterates-megabytes).
+  const ChatTemplate iterated = chat_template_from_jinja("{% set s = 'x' * 2000000 %}{{ s | join('-') | length }}");
+  expect_error_containing([&] { render_chat_json(iterated, nlohmann::ordered_json::array(), false); }, "too large to iterate");
+  EXPECT_EQ(render_chat_json(chat_template_from_jinja("{% set s = 'x' * 1000000 %}{{ s | join('-') | length }}"),
+                             nlohmann::ordered_json::array(), false),
+            "1999999");
   // Four joins (~8 MB) are still fine.
   std::string four = "'abcdefgh'";
   for (int i = 0; i < 4; ++i) four += " | join(" + sep + ")";

@@ -333,6 +333,10 @@ std::vector<Value> iterate(const Value& value) {
       return keys;
     }
     case ValueKind::string: {
+      // One Value per character: a 16 MiB string would be 16 million of them (GBs, and the fuzzer's
+      // chained joins spent 28 s building them), so longer strings are not iterated.
+      if (value.string.size() > kMaxIteratedStringBytes)
+        throw Error("string too large to iterate (over " + std::to_string(kMaxIteratedStringBytes >> 20) + " MiB)");
       std::vector<Value> out;
       for (std::string& c : utf8_characters(value.string)) out.push_back(Value::from_string(std::move(c)));
       return out;

@@ -39,6 +39,9 @@ struct Callable {
 // kMaxStringBytes (16 MiB), and a few nested joins or repetitions can ask for gigabytes. Throws
 // Error("string result too large") past it.
 inline constexpr size_t kMaxStringBytes = size_t{1} << 24;
+// Iterating a string (for c in s, join, list, ...) makes a Value per character: strings longer than
+// this are not iterated (an Error), which bounds the memory and time of chained joins.
+inline constexpr size_t kMaxIteratedStringBytes = size_t{1} << 20;
 void check_string_size(size_t bytes);
 
 struct Value {
