@@ -17,6 +17,7 @@
 #include "model/delta_net.h"
 #include "model/model.h"
 #include "model/sequence_runner.h"
+#include "server/metrics.h"
 #include "speculative/ngram_proposer.h"
 #include "speculative/proposer.h"
 #include "test_helpers.h"
@@ -305,6 +306,28 @@ TEST(DeltaNetEngine, BatchedRequestsMatchTheirSoloRuns) {
       worst = std::max(worst, max_difference(squeezed[i].logits[t], alone[0].logits[t]));
     EXPECT_LE(worst, 1e-4) << "request " << i;
   }
+}
+
+// Prefix caching is off for a hybrid model, and says so: a snapshot of the recurrent state at each
+// block boundary would cost far more than the block's K/V (the reason gives both sizes; serve logs
+// it), and /metrics shows nucleus_prefix_caching_enabled 0 (1 for an attention-only model).
+TEST(DeltaNetEngine, PrefixCachingIsOffWithItsReasonInTheStatsAndMetrics) {
+  NUCLEUS_REQUIRE_SHARED();
+  auto hybrid = load_qwen35();
+  LLMEngine engine(*hybrid, nullptr, EngineConfig{});
+  EXPECT_FALSE(engine.stats().prefix_caching);
+  const std::string& why = engine.prefix_caching_off_reason();
+  EXPECT_NE(why.find("recurrent (gated delta-net) layers"), std::string::npos) << why;
+  EXPECT_NE(why.find("MiB per snapshot against"), std::string::npos) << why;
+  const EngineStats hybrid_stats = engine.stats();
+  EXPECT_NE(server::ServerMetrics().render(&hybrid_stats, "m").find("nucleus_prefix_caching_enabled 0"), std::string::npos);
+
+  auto plain = Model::load(GgufFile::open(test::shared_path("models/stories260K.gguf")));
+  LLMEngine attention_only(*plain, nullptr, EngineConfig{});
+  EXPECT_TRUE(attention_only.stats().prefix_caching);
+  EXPECT_EQ(attention_only.prefix_caching_off_reason(), "");
+  const EngineStats plain_stats = attention_only.stats();
+  EXPECT_NE(server::ServerMetrics().render(&plain_stats, "m").find("nucleus_prefix_caching_enabled 1"), std::string::npos);
 }
 
 TEST(DeltaNetEngine, StateSlotsAndBlocksComeBackAfterSixtyFourRequestsFinishOrAbort) {

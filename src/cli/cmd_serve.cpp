@@ -107,6 +107,8 @@ int run_serve(const ServeOptions& options) {
     engine_config.max_num_batched_tokens = options.max_num_batched_tokens;
     engine_config.n_threads = options.n_threads > 0 ? options.n_threads : default_threads();
     auto llm = std::make_unique<LLMEngine>(*loaded.model, loaded.tokenizer.get(), engine_config);
+    if (!llm->prefix_caching_off_reason().empty())
+      std::fprintf(stderr, "nucleus serve: prefix caching is off: %s\n", llm->prefix_caching_off_reason().c_str());
     const int64_t max_model_len = llm->max_model_len();
     engine = std::make_unique<AsyncEngine>(std::move(llm));
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -104,7 +105,20 @@ LLMEngine::LLMEngine(Model& model, const Tokenizer* tokenizer, const EngineConfi
       scheduler_(SchedulerConfig{config.max_num_batched_tokens, config.max_num_seqs}, kv_manager_),
       runner_(model, kv_, std::max(1, config.n_threads)) {
   config_.num_blocks = kv_.shape().num_blocks;
-  if (model.hparams().has_recurrent_layers()) config_.enable_prefix_caching = false;  // see kv_manager_ above
+  if (model.hparams().has_recurrent_layers() && config_.enable_prefix_caching) {  // see kv_manager_ above
+    config_.enable_prefix_caching = false;
+    const RecurrentStateShape& r = kv_.shape().recurrent;
+    int64_t recurrent_layers = 0, kv_layers = 0;
+    for (bool recurrent : r.layers) (recurrent ? recurrent_layers : kv_layers) += 1;
+    const double snapshot = static_cast<double>(recurrent_layers * (r.conv_floats + r.ssm_floats) * 4);
+    const double block = static_cast<double>(2 * kv_layers * config_.block_size * model.hparams().kv_dim() * kv_type_bytes(config_.kv_type));
+    char reason[256];
+    std::snprintf(reason, sizeof reason,
+                  "the model has recurrent (gated delta-net) layers, whose state would have to be saved at every "
+                  "%lld-token block boundary: %.2f MiB per snapshot against %.2f MiB of K/V per block",
+                  static_cast<long long>(config_.block_size), snapshot / (1 << 20), block / (1 << 20));
+    prefix_caching_off_reason_ = reason;
+  }
   if (config.max_num_batched_tokens <= 0 || config.max_num_seqs <= 0)
     throw Error("--max-num-batched-tokens and --max-num-seqs must be positive");
 }
@@ -447,6 +461,7 @@ EngineStats LLMEngine::stats() const {
   s.kv_blocks_total = pool_.num_blocks();
   s.kv_blocks_used = pool_.num_used_blocks();
   s.kv_block_size = config_.block_size;
+  s.prefix_caching = config_.enable_prefix_caching;
   s.block_pool = pool_.counters();
   if (kv_.has_window_pool()) {
     s.kv_window_blocks_total = window_pool_.num_blocks();

@@ -77,6 +77,7 @@ struct EngineStats {
   int64_t prefix_cached_tokens = 0;    // prompt tokens served from the prefix cache
   int64_t prefix_query_tokens = 0;     // tokens of admitted requests looked up in it (vLLM's prefix-cache queries)
   int64_t kv_block_size = 0;           // tokens per KV block
+  bool prefix_caching = false;         // on for this engine (off for hybrid models: LLMEngine::prefix_caching_off_reason)
   BlockPoolCounters block_pool;
   SpeculativeStats spec;               // over every speculative request (target_seconds not kept)
   double kv_usage() const { return kv_blocks_total ? static_cast<double>(kv_blocks_used) / static_cast<double>(kv_blocks_total) : 0.0; }
@@ -102,6 +103,10 @@ class LLMEngine {
   bool has_unfinished() const { return !requests_.empty(); }
   EngineStats stats() const;
   const EngineConfig& config() const { return config_; }
+  // Why prefix caching is off although the config asked for it (empty: it is not). A hybrid model's
+  // cached prefix would need its recurrent state at every block boundary, and one snapshot costs
+  // ~50x the block's K/V at Qwen3.5-0.8B's shape; the reason names both sizes.
+  const std::string& prefix_caching_off_reason() const { return prefix_caching_off_reason_; }
   int64_t max_model_len() const { return max_model_len_; }
   Model& model() { return model_; }
   const Tokenizer* tokenizer() const { return tokenizer_; }
@@ -134,6 +139,7 @@ class LLMEngine {
   Model& model_;
   const Tokenizer* tokenizer_;
   EngineConfig config_;
+  std::string prefix_caching_off_reason_;
   int64_t max_model_len_;
   KvCache kv_;
   BlockPool pool_;

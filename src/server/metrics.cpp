@@ -93,6 +93,8 @@ std::string ServerMetrics::render(const EngineStats* stats, const std::string& m
     gauge(out, "nucleus_kv_cache_usage_perc", stats->kv_usage(), "Fraction of KV cache blocks in use (0..1).");
     gauge(out, "nucleus_kv_cache_blocks_used", static_cast<double>(stats->kv_blocks_used), "KV cache blocks held by requests.");
     gauge(out, "nucleus_kv_cache_blocks_total", static_cast<double>(stats->kv_blocks_total), "KV cache blocks in the pool.");
+    gauge(out, "nucleus_prefix_caching_enabled", stats->prefix_caching ? 1 : 0,
+          "1 when prompts reuse cached blocks; 0 when switched off (a hybrid model with recurrent layers: the server log says why).");
     gauge(out, "nucleus_prefix_cache_hit_rate", stats->prefix_hit_rate(), "Prefix cache block hits / queries since start.");
     counter(out, "nucleus_prefix_cache_hits_total", static_cast<double>(stats->block_pool.prefix_hits), "Prefix cache block hits.");
     counter(out, "nucleus_prefix_cache_queries_total", static_cast<double>(stats->block_pool.prefix_queries), "Prefix cache block lookups.");
