@@ -98,6 +98,24 @@ bool read_until_closed(int fd, double seconds, std::string* out = nullptr) {
   return false;
 }
 
+// Reads 256 bytes at a time until `marker` has arrived, the peer closes, or `seconds` pass, waiting
+// `pause` after each read (a slow reader); what arrived.
+std::string read_until_seen(int fd, const std::string& marker, double seconds,
+                            std::chrono::milliseconds pause = std::chrono::milliseconds(0)) {
+  std::string got;
+  const auto start = Clock::now();
+  char chunk[256];
+  while (got.find(marker) == std::string::npos && seconds_since(start) < seconds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) <= 0) continue;
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    got.append(chunk, static_cast<size_t>(n));
+    std::this_thread::sleep_for(pause);
+  }
+  return got;
+}
+
 std::string completion_request(const json& body) {
   const std::string text = body.dump();
   return "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
@@ -257,17 +275,8 @@ TEST(ServerFaults, ATricklingClientIsCutOffAtTheRequestDeadlineButASlowResponseI
   const json streamed = {{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"stream", true}, {"logprobs", 2},
                          {"ignore_eos", true}};
   ASSERT_TRUE(send_all(fd, completion_request(streamed)));
-  std::string stream;
   const auto stream_start = Clock::now();
-  char chunk[256];
-  while (stream.find("data: [DONE]") == std::string::npos && seconds_since(stream_start) < 60.0) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0) continue;
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) break;
-    stream.append(chunk, static_cast<size_t>(n));
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  }
+  const std::string stream = read_until_seen(fd, "data: [DONE]", 60.0, std::chrono::milliseconds(30));
   EXPECT_NE(stream.find("data: [DONE]"), std::string::npos) << "the slowly read stream was cut";
   EXPECT_GT(seconds_since(stream_start), 2.5) << "the stream did not outlast the request deadline: the test proves nothing";
   ::close(fd);
@@ -279,15 +288,7 @@ TEST(ServerFaults, ATricklingClientIsCutOffAtTheRequestDeadlineButASlowResponseI
   for (int i = 0; i < 3; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ASSERT_TRUE(send_all(kept, completion_request(json{{"prompt", "Hello"}, {"max_tokens", 2}}))) << "request " << i;
-    std::string answer;
-    const auto asked = Clock::now();
-    while (answer.find("\"usage\"") == std::string::npos && seconds_since(asked) < 10.0) {
-      pollfd p{kept, POLLIN, 0};
-      if (::poll(&p, 1, 500) <= 0) continue;
-      const ssize_t n = ::recv(kept, chunk, sizeof chunk, 0);
-      if (n <= 0) break;
-      answer.append(chunk, static_cast<size_t>(n));
-    }
+    const std::string answer = read_until_seen(kept, "\"usage\"", 10.0);
     EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << "request " << i << " on the kept-alive connection: " << answer;
   }
   ::close(kept);
