@@ -142,13 +142,14 @@ TEST_P(SimdOps, SoftmaxMatchesScalar) {
   EXPECT_EQ(peaked, (std::vector<float>{0.0f, 1.0f, 0.0f}));
 }
 
-TEST_P(SimdOps, SwigluMatchesScalar) {
+// Both follow ggml_order.h (llama.cpp's exp over chunks of 16, the library exp after): same bits.
+TEST_P(SimdOps, SwigluIsBitIdenticalToScalar) {
   for (int64_t n : kSizes) {
     const auto gate = random_vector(n, 4, 6.0f), up = random_vector(n, 5);
     std::vector<float> expected(n), got = gate;
     scalar().swiglu(gate.data(), up.data(), expected.data(), n);
     simd().swiglu(got.data(), up.data(), got.data(), n);  // out aliases gate, as in the forward pass
-    for (int64_t i = 0; i < n; ++i) EXPECT_LE(ulp_distance(got[i], expected[i]), 3) << "n " << n << " g " << gate[i];
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got[i], expected[i]) << "n " << n << " g " << gate[i];
   }
   std::vector<float> extreme = {-200.0f, 200.0f, 0.0f}, ones = {1, 1, 1}, out(3);
   simd().swiglu(extreme.data(), ones.data(), out.data(), 3);
@@ -236,25 +237,27 @@ struct AttentionFixture {
   }
 };
 
-TEST_P(SimdOps, AttentionMatchesScalar) {
-  for (int64_t head_dim : {8, 12, 64, 80}) {
-    for (int64_t n_positions : {1, 5, 16, 17, 40, 130}) {
+// Every table computes scores, softmax and the weighted values in llama.cpp's order
+// (ggml_order.h), so they agree bit for bit, tails of head_dim and of positions included.
+TEST_P(SimdOps, AttentionIsBitIdenticalToScalar) {
+  for (int64_t head_dim : {8, 12, 64, 80, 128, 136}) {
+    for (int64_t n_positions : {1, 5, 16, 17, 40, 64, 65, 130}) {
       const AttentionFixture f(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 1000 + n_positions));
       const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
       for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_NEAR(got[i], expected[i], 1e-5f) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
+        EXPECT_EQ(got[i], expected[i]) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
     }
   }
 }
 
-// f16 KV: the SIMD tables against the scalar f16 reference with the f32 test's bound.
-TEST_P(SimdOps, AttentionF16MatchesScalar) {
-  for (int64_t head_dim : {8, 12, 64, 80}) {
-    for (int64_t n_positions : {1, 5, 16, 17, 40, 130}) {
+// f16 KV: the SIMD tables against the scalar f16 reference, bit for bit as for f32.
+TEST_P(SimdOps, AttentionF16IsBitIdenticalToScalar) {
+  for (int64_t head_dim : {8, 12, 64, 80, 128, 136}) {
+    for (int64_t n_positions : {1, 5, 16, 17, 40, 64, 65, 130}) {
       const AttentionFixture f = AttentionFixture(head_dim, 2, 4, n_positions, static_cast<uint32_t>(head_dim * 1000 + n_positions)).as_f16();
       const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
       for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_NEAR(got[i], expected[i], 1e-5f) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
+        EXPECT_EQ(got[i], expected[i]) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
     }
   }
 }

@@ -3,9 +3,9 @@
 //   out[h] = Σ_p softmax_p(cap(scale · q[h]·key[p])) · value[p]      for p in first_position..n_positions-1
 // where cap(s) = softcap · tanh(s / softcap) when softcap > 0 (Gemma 2) and s otherwise, and
 // first_position > 0 is a sliding window (the positions before it are masked).
-// The group shares every loaded key and value row. Each head's result is the same reduction
-// (over d, then over p in order) whatever the group size, so how the caller groups heads — and
-// how many tokens share the step — never changes a bit of it.
+// Each head's result is the same reduction (llama.cpp's decode order, kernels/ggml_order.h: over
+// d for a score, over p in 64 lanes for an output) whatever the group size, so how the caller
+// groups heads — and how many tokens share the step — never changes a bit of it.
 //
 // With an f16 cache (ops.h: attention_f16) keys_f16/values_f16 replace keys/values; each element
 // is widened to f32 exactly as it is loaded, and the arithmetic is that of the same table's f32

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/fp16.h"
+#include "kernels/ggml_order.h"
 #include "kernels/rope_table.h"
 
 namespace nucleus {
@@ -32,8 +34,10 @@ void rope(float* x, int64_t n_rot, int64_t position, float freq_base, bool neox)
     const int64_t a = neox ? i : 2 * i;
     const int64_t b = neox ? i + half : 2 * i + 1;
     const float x0 = x[a], x1 = x[b];
-    x[a] = x0 * c - x1 * s;
-    x[b] = x0 * s + x1 * c;
+    // llama.cpp's rounding (its rotate_pairs as GCC contracts it): one product rounded first, the
+    // other fused into the sum — x0·cos and x0·sin are the fused ones.
+    x[a] = std::fma(x0, c, -(x1 * s));
+    x[b] = std::fma(x0, s, x1 * c);
   }
 }
 
@@ -50,15 +54,14 @@ void softmax(float* x, int64_t n) {
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  const int64_t whole_chunks = n / 16 * 16;  // ggml_order.h: vector exp over chunks of 16
+  for (int64_t i = 0; i < n; ++i) out[i] = ggml_silu_times(gate[i], up[i], i < whole_chunks);
 }
 
 namespace {
 
-// The table form of rope(): x[a]·C[a] + x[b]·S[a] is x0·cos − x1·sin rounded identically.
+// The table form of rope(): fma(x[a], C[a], x[b]·S[a]) = fma(x0, cos, −(x1·sin)) and
+// fma(x[a], S[b], x[b]·C[b]) = fma(x0, sin, x1·cos), rounded as rope() rounds them.
 void rope_heads(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, int64_t n_rot, bool neox) {
   const float* c = cos_sin;          // [n_rot]
   const float* s = cos_sin + n_rot;  // [n_rot]
@@ -69,8 +72,8 @@ void rope_heads(float* x, int64_t n_heads, int64_t head_dim, const float* cos_si
       const int64_t a = neox ? i : 2 * i;
       const int64_t b = neox ? i + half : 2 * i + 1;
       const float x0 = v[a], x1 = v[b];
-      v[a] = x0 * c[a] + x1 * s[a];
-      v[b] = x1 * c[b] + x0 * s[b];
+      v[a] = std::fma(x0, c[a], x1 * s[a]);
+      v[b] = std::fma(x0, s[b], x1 * c[b]);
     }
   }
 }
@@ -83,28 +86,35 @@ void add(float* y, const float* x, int64_t n) {
 inline float widen(float x) { return x; }
 inline float widen(uint16_t x) { return f16_to_f32(x); }
 
+// llama.cpp's decode order (ggml_order.h): each score a ggml_dot over head_dim, the softmax over
+// 16-position chunks, and out[d] = Σ_p weight[p]·value[p][d] in 64 lanes by p mod 64.
 template <typename T>
 void attention_over(const AttentionArgs& a, const T* keys, const T* values) {
   const int64_t d_n = a.head_dim;
   const int64_t first = a.first_position, n_pos = a.n_positions - a.first_position;
+  std::vector<float> key(static_cast<size_t>(d_n));
   for (int64_t p = first; p < a.n_positions; ++p) {
-    const T* key = attention_row(keys, a, p);
+    const T* row = attention_row(keys, a, p);
+    for (int64_t d = 0; d < d_n; ++d) key[static_cast<size_t>(d)] = widen(row[d]);
     for (int64_t h = 0; h < a.n_q; ++h) {
-      const float* q = a.q + h * d_n;
-      float dot = 0.0f;
-      for (int64_t d = 0; d < d_n; ++d) dot += q[d] * widen(key[d]);
-      const float score = dot * a.scale;
+      const float score = ggml_dot(a.q + h * d_n, key.data(), d_n) * a.scale;
       a.scores[h * n_pos + (p - first)] = a.softcap > 0.0f ? softcap_score(score, a.softcap) : score;
     }
   }
-  for (int64_t h = 0; h < a.n_q; ++h) softmax(a.scores + h * n_pos, n_pos);
-  std::fill(a.out, a.out + a.n_q * d_n, 0.0f);
-  for (int64_t p = first; p < a.n_positions; ++p) {
-    const T* value = attention_row(values, a, p);
-    for (int64_t h = 0; h < a.n_q; ++h) {
+  for (int64_t h = 0; h < a.n_q; ++h) ggml_attention_softmax(a.scores + h * n_pos, first, a.n_positions);
+  std::vector<float> lanes(static_cast<size_t>(kGgmlDotLanes * d_n));  // [64, head_dim]
+  for (int64_t h = 0; h < a.n_q; ++h) {
+    std::fill(lanes.begin(), lanes.end(), 0.0f);
+    for (int64_t p = first; p < a.n_positions; ++p) {
+      const T* value = attention_row(values, a, p);
       const float weight = a.scores[h * n_pos + (p - first)];
-      float* out = a.out + h * d_n;
-      for (int64_t d = 0; d < d_n; ++d) out[d] += weight * widen(value[d]);
+      float* lane = &lanes[static_cast<size_t>(p % kGgmlDotLanes * d_n)];
+      for (int64_t d = 0; d < d_n; ++d) lane[d] = std::fma(weight, widen(value[d]), lane[d]);
+    }
+    for (int64_t d = 0; d < d_n; ++d) {
+      float column[kGgmlDotLanes];
+      for (int64_t l = 0; l < kGgmlDotLanes; ++l) column[l] = lanes[static_cast<size_t>(l * d_n + d)];
+      a.out[h * d_n + d] = ggml_fold64(column);
     }
   }
 }
