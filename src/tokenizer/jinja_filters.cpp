@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_operations.h"
+#include "tokenizer/unicode.h"
 
 namespace nucleus::jinja {
 
@@ -281,6 +282,23 @@ Value apply_filter(const std::string& name, const Value& value, CallArguments& a
     const Value* attribute = argument(args, 1, "attribute");
     std::string out;
     bool first = true;
+    if (value.kind == ValueKind::string && !attribute) {
+      // A string's characters, walked in place: no Value (or string) per character, so the work is
+      // bounded by the output limit — chained joins on ~1 MB strings built millions of Values and
+      // timed out under the fuzzer (fuzz/corpus/jinja_template/regression-chained-joins-of-strings).
+      const std::string sep = separator ? to_python_string(*separator) : std::string();
+      size_t pos = 0;
+      while (pos < value.string.size()) {
+        const size_t begin = pos;
+        uint32_t codepoint = 0;
+        unicode::next_codepoint(value.string, pos, codepoint);
+        if (!first) out += sep;
+        out.append(value.string, begin, pos - begin);
+        check_string_size(out.size());
+        first = false;
+      }
+      return Value::from_string(out);
+    }
     for (const Value& item : iterate(value)) {
       if (!first && separator) out += to_python_string(*separator);
       out += to_python_string(attribute ? attribute_path(item, *attribute) : item);
