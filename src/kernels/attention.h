@@ -16,6 +16,9 @@
 
 namespace nucleus {
 
+// Floats of AttentionArgs::lanes scratch per query head: 16 partly folded lanes × 32 dimensions.
+constexpr int64_t kAttentionLaneFloats = 16 * 32;
+
 struct AttentionArgs {
   const float* q;            // [n_q, head_dim] query vectors of the group's heads (consecutive heads)
   float* out;                // [n_q, head_dim]
@@ -33,6 +36,7 @@ struct AttentionArgs {
   float scale;               // usually 1/sqrt(head_dim)
   float softcap = 0.0f;      // > 0: scores ← softcap · tanh(scores / softcap), after the scale
   float* scores;             // scratch [n_q, n_positions - first_position]
+  float* lanes = nullptr;    // scratch [n_q, kAttentionLaneFloats]; allocated per call when null
 };
 
 // Soft-capping as ggml computes it: scale by 1/cap, tanh, scale by cap.
