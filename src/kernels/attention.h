@@ -16,8 +16,8 @@
 
 namespace nucleus {
 
-// Floats of AttentionArgs::lanes scratch per query head: 16 partly folded lanes × 32 dimensions.
-constexpr int64_t kAttentionLaneFloats = 16 * 32;
+// Floats of AttentionArgs::lanes scratch per query head: 16 partly folded lanes × 64 dimensions.
+constexpr int64_t kAttentionLaneFloats = 16 * 64;
 
 struct AttentionArgs {
   const float* q;            // [n_q, head_dim] query vectors of the group's heads (consecutive heads)

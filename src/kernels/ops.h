@@ -38,8 +38,11 @@ struct OpsKernels {
 
 const OpsKernels& scalar_ops_kernels();
 const OpsKernels& avx2_ops_kernels();    // requires AVX2 + FMA
-// The table for an instruction set (Avx512 gets the AVX2 operators: one summation order on every x86
-// machine, so AVX2 and AVX-512 give the same logits); the model uses the one matching its dot-product table, so
+// The same operators and the same bits, with the weighted value sums of attention in 512-bit
+// registers (attention_values_avx512.h); requires AVX-512.
+const OpsKernels& avx512_ops_kernels();
+// The table for an instruction set (Avx512 gets the AVX2 operators, with the value sums of attention
+// in wider registers: one summation order on every x86 machine, so AVX2 and AVX-512 give the same logits); the model uses the one matching its dot-product table, so
 // NUCLEUS_ISA (select_dot_kernels) and Model::set_kernels choose both. Throws Error if the CPU lacks it.
 const OpsKernels& ops_kernels_for(Isa isa);
 
