@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_operations.h"
-#include "tokenizer/unicode.h"
 
 namespace nucleus::jinja {
 
@@ -287,16 +286,12 @@ Value apply_filter(const std::string& name, const Value& value, CallArguments& a
       // bounded by the output limit — chained joins on ~1 MB strings built millions of Values and
       // timed out under the fuzzer (fuzz/corpus/jinja_template/regression-chained-joins-of-strings).
       const std::string sep = separator ? to_python_string(*separator) : std::string();
-      size_t pos = 0;
-      while (pos < value.string.size()) {
-        const size_t begin = pos;
-        uint32_t codepoint = 0;
-        unicode::next_codepoint(value.string, pos, codepoint);
+      for_each_utf8_character(value.string, [&](size_t begin, size_t length) {
         if (!first) out += sep;
-        out.append(value.string, begin, pos - begin);
+        out.append(value.string, begin, length);
         check_string_size(out.size());
         first = false;
-      }
+      });
       return Value::from_string(out);
     }
     for (const Value& item : iterate(value)) {

@@ -306,15 +306,19 @@ Value slice_value(const Value& object, const Value& start_value, const Value& st
   return Value::from_list(std::move(items), object.is_tuple);
 }
 
-std::vector<std::string> utf8_characters(const std::string& text) {
-  std::vector<std::string> out;
+void for_each_utf8_character(const std::string& text, const std::function<void(size_t, size_t)>& f) {
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t begin = pos;
     uint32_t codepoint = 0;
     unicode::next_codepoint(text, pos, codepoint);
-    out.push_back(text.substr(begin, pos - begin));
+    f(begin, pos - begin);
   }
+}
+
+std::vector<std::string> utf8_characters(const std::string& text) {
+  std::vector<std::string> out;
+  for_each_utf8_character(text, [&](size_t begin, size_t length) { out.push_back(text.substr(begin, length)); });
   return out;
 }
 

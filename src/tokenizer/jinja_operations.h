@@ -3,6 +3,7 @@
 // Python would raise a TypeError for raises an Error here, so a template that fails under jinja2
 // fails here too instead of printing something.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ std::vector<Value> iterate(const Value& value);
 // Python's len(); Undefined has length 0.
 int64_t length_of(const Value& value);
 // The characters (code points) of a UTF-8 string, each as its bytes.
+// Calls f(begin, length) for each UTF-8 character of text, in order (invalid bytes one at a time).
+void for_each_utf8_character(const std::string& text, const std::function<void(size_t, size_t)>& f);
 std::vector<std::string> utf8_characters(const std::string& text);
 
 // Raises Error("'name' is undefined") when value is Undefined (an operation jinja2 refuses on it).
