@@ -129,7 +129,7 @@ void register_all() {
       if (isa == Isa::Scalar) continue;  // the scalar matmul is a reference, minutes per run
       benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), matmul_tokens, isa, type)->Arg(1)->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("gemm/" + suffix).c_str(), matmul_tokens, isa, type)
-          ->Arg(5)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+          ->Arg(2)->Arg(4)->Arg(5)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
     }
   }
   benchmark::RegisterBenchmark("rms_norm/2048", rms_norm_op);

@@ -81,8 +81,10 @@ TEST_P(KQuantTiles, DirectAndPreparedKernelsEqualTheScalarDotBitForBit) {
   const int64_t padded = (n_tokens + kKQuantTileTokens - 1) / kKQuantTileTokens * kKQuantTileTokens;
   std::vector<int16_t> sub_sums(static_cast<size_t>(n_blocks * padded * 8), 0);
   std::vector<float> d(static_cast<size_t>(n_blocks * padded), 0.0f);
-  fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, sub_sums.data(), d.data());
-  const KQuantTileActivations x{a.q8_K, sub_sums.data(), d.data(), n_blocks, padded};
+  std::vector<int8_t> qs_storage(static_cast<size_t>(n_tokens * n_blocks * kQK_K + 64));
+  int8_t* qs = qs_storage.data() + (64 - reinterpret_cast<uintptr_t>(qs_storage.data()) % 64) % 64;
+  fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, qs, sub_sums.data(), d.data());
+  const KQuantTileActivations x{a.q8_K, qs, sub_sums.data(), d.data(), n_blocks, padded};
   const size_t prepared_row = static_cast<size_t>(n_blocks) * kKQuantPreparedBlockBytes;
   std::vector<uint8_t> storage(prepared_row * rows + 64);
   uint8_t* prepared = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
@@ -126,7 +128,7 @@ TEST_P(KQuantTiles, MatmulEqualsTheScalarDotForEveryTokenCount) {
 }
 
 TEST(KQuantTileMatmul, ManyTokensOfEveryTypeEqualTheScalarDot) {
-  // Past every type's threshold (Q6_K takes the tiles from 128 tokens): 130 tokens, 5 rows.
+  // Past every type's threshold, with many token groups per prepared row: 130 tokens, 5 rows.
   if (!cpu_supports(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI (the tiles are in the AVX-512 table only)";
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Problem problem(type, 2, 5, 90, 130);

@@ -21,15 +21,18 @@ constexpr int kKQuantTileTokens = 4;
 // (zeros in the padding), so one 64-byte load gives four tokens' values.
 struct KQuantTileActivations {
   const BlockQ8_K* blocks = nullptr;  // [n_tokens, n_blocks]
+  const int8_t* qs = nullptr;         // [n_tokens, n_blocks, 256] the blocks' quants, 64-byte aligned (a
+                                      // BlockQ8_K's sit 4 bytes into it: every 64-byte load would span two lines)
   const int16_t* sub_sums = nullptr;  // [n_blocks, padded_tokens, 8] Σ of each 32-value sub-block's quants
   const float* d = nullptr;           // [n_blocks, padded_tokens] each block's scale
   int64_t n_blocks = 0;
   int64_t padded_tokens = 0;
 };
 
-// Fills sub_sums and d (sized for padded_tokens, zero-initialised) from x [n_tokens, n_blocks].
+// Fills qs (64-byte aligned), sub_sums and d (sized for padded_tokens, zero-initialised) from
+// x [n_tokens, n_blocks].
 void fill_kquant_tile_activations(const BlockQ8_K* x, int64_t n_tokens, int64_t n_blocks, int64_t padded_tokens,
-                                  int16_t* sub_sums, float* d);
+                                  int8_t* qs, int16_t* sub_sums, float* d);
 
 // out[i · kKQuantTileTokens + j] = dot(rows[i], token t0 + j) for i < 2, j < n_tokens ≤ 4;
 // t0 is a multiple of kKQuantTileTokens. row1 may equal row0 (a lone last row).
@@ -37,10 +40,10 @@ using KQuantTileKernel = void (*)(const void* row0, const void* row1, const KQua
                                   int n_tokens, float* out);
 
 // Many token groups over the same rows: each row is first unpacked into a prepared layout (per
-// block: its values as bytes in the activations' order, the multiplier of each four-value lane,
+// block: its values as bytes in the activations' order, the two sub-block scales of each four-value lane,
 // mins or scales, f32 super-block scales: kKQuantPreparedBlockBytes per block), so each group's
 // kernel call only loads. Same results as the direct kernel, bit for bit.
-constexpr size_t kKQuantPreparedBlockBytes = 576;
+constexpr size_t kKQuantPreparedBlockBytes = 448;
 // prepared[n_blocks × kKQuantPreparedBlockBytes], 64-byte aligned.
 using KQuantPrepareRow = void (*)(const void* row, int64_t n_blocks, uint8_t* prepared);
 // row0 and row1 prepared (each n_blocks × kKQuantPreparedBlockBytes).

@@ -2,21 +2,27 @@
 //
 // Each row is unpacked block by block into the prepared layout (below) — once for many token
 // groups (prepare + prepared kernel), or on the fly by the direct kernel. For every type, chunk c
-// (0..3) of a block is the 64 values meeting activations 64c..64c+63, as unsigned bytes, with the
-// 16 multipliers of its 16 four-value lanes (the scale of the lane's sub-block): two 32-value runs
-// side by side, so lane j of the first run and lane 8 + j of the second cover the same positions.
+// (0..3) of a block is the 64 values meeting activations 64c..64c+63, as unsigned bytes: two
+// 32-value runs side by side, so lane j of the first run and lane 8 + j of the second cover the
+// same positions of their runs. Chunks pair up as (0, 1) and (2, 3); each pair has 16 multipliers,
+// lane j's being (scale of its sub-block in the first chunk, scale in the second) as 16-bit halves.
 //
-// Integer part, per chunk: VPMADDUBSW (unsigned weights × signed activations, pairs summed in 16
-// bits: at most 2 · 63 · 128 < 2^15, so nothing saturates) then VPDPWSSD against the multipliers
-// in both 16-bit halves of each lane adds scale · (four products) to the lane: the same exact int32
-// lanes as the single-token kernels, in two instructions instead of VPDPBUSD + VPMULLD + VPADDD.
+// Integer part, per chunk pair: one VPDPBUSD per chunk gives 16 lanes of four unscaled products
+// (|sum| ≤ 4 · 63 · 128 = 32256 < 2^15 for every type, so each fits 16 bits); the second chunk's
+// lanes shifted into the high halves of the first's make 16 pairs, and VPDPWSSD against the
+// multipliers adds scale_a · sum_a + scale_b · sum_b to each lane: the same exact int32 lanes as
+// the single-token kernels (integer sums in any order), in three multiplies per 128 values where
+// VPMADDUBSW + VPDPWSSD per chunk take four. (On Zen 5 the multiplies are what bound this loop.)
 //
 // Float part, per block: the 16 lanes of a (row, token) fold to the AVX2 kernels' 8 lanes (j + 8j),
 // two tokens' 8 lanes share one register, convert and one fused multiply-add with [d_x·d_w ×8 of
 // each token]; the mins (Q4_K, Q5_K) of four tokens share one VPMADDWD and one fused multiply-add.
-// Lane for lane these are the single-token kernels' float operations (dot_x86.inc), so every result
-// is the same bits.
+// All eight d_x·d_w and eight d_x·dmin products of a block come from one multiply (the same
+// products the single-token kernels form one by one). Lane for lane these are the single-token
+// kernels' float operations (dot_x86.inc), so every result is the same bits.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/horizontal_sum_x86.h"
 #include "kernels/kquant_lanes_x86.h"
@@ -26,10 +32,11 @@
 namespace nucleus {
 
 void fill_kquant_tile_activations(const BlockQ8_K* x, int64_t n_tokens, int64_t n_blocks, int64_t padded_tokens,
-                                  int16_t* sub_sums, float* d) {
+                                  int8_t* qs, int16_t* sub_sums, float* d) {
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t b = 0; b < n_blocks; ++b) {
       const BlockQ8_K& block = x[t * n_blocks + b];
+      std::memcpy(qs + (t * n_blocks + b) * kQK_K, block.qs, kQK_K);
       int16_t* s = sub_sums + (b * padded_tokens + t) * 8;
       for (int j = 0; j < 8; ++j) s[j] = static_cast<int16_t>(block.bsums[2 * j] + block.bsums[2 * j + 1]);
       d[b * padded_tokens + t] = block.d;
@@ -43,25 +50,32 @@ enum class KType { Q4, Q5, Q6 };
 
 // The prepared layout of one block of one row (kKQuantPreparedBlockBytes):
 constexpr size_t kValues = 0;          // [4 chunks][64] unsigned values
-constexpr size_t kMultipliers = 256;   // [4 chunks][16 lanes] int32: (scale, scale) as 16-bit pairs
-constexpr size_t kMinsOrScales = 512;  // 32 bytes: Q4_K/Q5_K the 8 mins, Q6_K the 16 scales, as int16
-constexpr size_t kSuperScales = 544;   // float d, dmin
+constexpr size_t kMultipliers = 256;   // [2 chunk pairs][16 lanes] int32: (scale in chunk 2p, scale in chunk 2p + 1)
+constexpr size_t kMinsOrScales = 384;  // 32 bytes: Q4_K/Q5_K the 8 mins, Q6_K the 16 scales, as int16
+constexpr size_t kSuperScales = 416;   // float d, dmin
 static_assert(kSuperScales + 8 <= kKQuantPreparedBlockBytes && kKQuantPreparedBlockBytes % 64 == 0);
+
+// Lane j of chunks a and b: (scale_a, scale_b) as the low and high 16 bits, from each chunk's
+// per-lane scale (a value < 64 in the low 16 bits of each int32 lane).
+NUCLEUS_VNNI512 inline __m512i pair_multipliers(__m512i scale_a, __m512i scale_b) {
+  return _mm512_mask_blend_epi16(0xAAAAAAAA, scale_a, _mm512_slli_epi32(scale_b, 16));
+}
 
 template <KType T>
 NUCLEUS_VNNI512 void prepare_block(const void* row, int64_t b, uint8_t* out) {
   float* super = reinterpret_cast<float*>(out + kSuperScales);
+  __m512i scale[4];  // per chunk, each lane's sub-block scale
   if constexpr (T == KType::Q6) {
     const BlockQ6_K& w = static_cast<const BlockQ6_K*>(row)[b];
     const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-    const __m512i sc = scale_pairs(_mm512_cvtepi8_epi32(scales8));
+    const __m512i sc = _mm512_cvtepi8_epi32(scales8);
     for (int half = 0; half < 2; ++half) {
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
       const __m512i qh = both_halves(w.qh + 32 * half);
       for (int pair = 0; pair < 2; ++pair) {
         const int chunk = 2 * half + pair;  // activations 128·half + 64·pair = 64·chunk
         _mm512_store_si512(out + kValues + 64 * chunk, q6k_values(ql, qh, pair));
-        _mm512_store_si512(out + kMultipliers + 64 * chunk, _mm512_permutexvar_epi32(q6k_scale_index(half, pair), sc));
+        scale[chunk] = _mm512_permutexvar_epi32(q6k_scale_index(half, pair), sc);
       }
     }
     _mm256_store_si256(reinterpret_cast<__m256i*>(out + kMinsOrScales), _mm256_cvtepi8_epi16(scales8));
@@ -79,7 +93,7 @@ NUCLEUS_VNNI512 void prepare_block(const void* row, int64_t b, uint8_t* out) {
     }
     uint32_t unpacked[4];
     q4k_unpack_scales(scales_packed, unpacked);
-    const __m512i sc = scale_pairs(_mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(unpacked))));
+    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(unpacked)));
     __m512i qh_both = _mm512_setzero_si512();
     if constexpr (T == KType::Q5) qh_both = both_halves(qh);
     for (int chunk = 0; chunk < 4; ++chunk) {
@@ -88,18 +102,29 @@ NUCLEUS_VNNI512 void prepare_block(const void* row, int64_t b, uint8_t* out) {
       else q = q4k_values(qs + 32 * chunk);
       _mm512_store_si512(out + kValues + 64 * chunk, q);
       // The low-nibble run takes sub-block scale 2c, the high-nibble run 2c + 1.
-      _mm512_store_si512(out + kMultipliers + 64 * chunk, _mm512_permutexvar_epi32(halves_epi32(2 * chunk, 2 * chunk + 1), sc));
+      scale[chunk] = _mm512_permutexvar_epi32(halves_epi32(2 * chunk, 2 * chunk + 1), sc);
     }
     const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(unpacked + 2)));
     _mm_store_si128(reinterpret_cast<__m128i*>(out + kMinsOrScales), mins);
     super[0] = half_to_float(d);
     super[1] = half_to_float(dmin);
   }
+  for (int pair = 0; pair < 2; ++pair)
+    _mm512_store_si512(out + kMultipliers + 64 * pair, pair_multipliers(scale[2 * pair], scale[2 * pair + 1]));
 }
 
 template <KType T>
 NUCLEUS_VNNI512 void prepare_row(const void* row, int64_t n_blocks, uint8_t* prepared) {
   for (int64_t b = 0; b < n_blocks; ++b) prepare_block<T>(row, b, prepared + b * kKQuantPreparedBlockBytes);
+}
+
+// lanes + scale_a · (qa · xa) + scale_b · (qb · xb), lane by lane over two chunks (the header).
+NUCLEUS_VNNI512 inline __m512i add_paired_dots(__m512i lanes, __m512i qa, __m512i xa, __m512i qb, __m512i xb,
+                                               __m512i multipliers) {
+  const __m512i sum_a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, xa);
+  const __m512i sum_b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qb, xb);
+  const __m512i pairs = _mm512_mask_blend_epi16(0xAAAAAAAA, sum_a, _mm512_slli_epi32(sum_b, 16));
+  return _mm512_dpwssd_epi32(lanes, pairs, multipliers);
 }
 
 // [a's lanes j + (8 + j) | b's lanes j + (8 + j)], j < 8: two tokens' lanes in the AVX2 order.
@@ -117,14 +142,15 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
   const int64_t n_blocks = x.n_blocks;
   const void* rows[2] = {row0, row1};
   const BlockQ8_K* xb[N];
-  for (int t = 0; t < N; ++t) xb[t] = x.blocks + (t0 + t) * n_blocks;
+  const int8_t* xq[N];  // token t's quants of block b at xq[t] + 256 b
+  for (int t = 0; t < N; ++t) xb[t] = x.blocks + (t0 + t) * n_blocks, xq[t] = x.qs + (t0 + t) * n_blocks * kQK_K;
   __m512 acc[2][kPairs], acc_m[2];
   for (int r = 0; r < 2; ++r) {
     acc_m[r] = _mm512_setzero_ps();
     for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
   }
-  // Token pair p's scales: lanes 0..7 token 2p, lanes 8..15 token 2p + 1; four tokens' by quarters.
-  const __m512i pair_index[2] = {halves_epi32(0, 1), halves_epi32(2, 3)};
+  // [d0 dmin0 d1 dmin1] → [d0 ×4, d1 ×4, dmin0 ×4, dmin1 ×4]; four tokens' lanes by quarters.
+  const __m512i super_index = _mm512_set_epi32(3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 0);
   const __m512i quad_index = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   alignas(64) uint8_t buffer[kDirect ? 2 * kKQuantPreparedBlockBytes : 64];
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -140,21 +166,26 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
     __m512i lanes[2][N];
     for (int r = 0; r < 2; ++r)
       for (int t = 0; t < N; ++t) lanes[r][t] = _mm512_setzero_si512();
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      __m512i q[2], s[2];
+    for (int pair = 0; pair < 2; ++pair) {
+      __m512i qa[2], qb[2], s[2];
       for (int r = 0; r < 2; ++r) {
-        q[r] = _mm512_load_si512(w[r] + kValues + 64 * chunk);
-        s[r] = _mm512_load_si512(w[r] + kMultipliers + 64 * chunk);
+        qa[r] = _mm512_load_si512(w[r] + kValues + 128 * pair);
+        qb[r] = _mm512_load_si512(w[r] + kValues + 128 * pair + 64);
+        s[r] = _mm512_load_si512(w[r] + kMultipliers + 64 * pair);
       }
       for (int t = 0; t < N; ++t) {
-        const __m512i xv = _mm512_loadu_si512(xb[t][b].qs + 64 * chunk);
-        for (int r = 0; r < 2; ++r) lanes[r][t] = add_scaled_dot(lanes[r][t], q[r], xv, s[r]);
+        const __m512i xa = _mm512_load_si512(xq[t] + b * kQK_K + 128 * pair);
+        const __m512i xb2 = _mm512_load_si512(xq[t] + b * kQK_K + 128 * pair + 64);
+        for (int r = 0; r < 2; ++r) lanes[r][t] = add_paired_dots(lanes[r][t], qa[r], xa, qb[r], xb2, s[r]);
       }
     }
-    const __m512 d4 = _mm512_castps128_ps512(_mm_loadu_ps(x.d + b * x.padded_tokens + t0));
+    // products lane 4r + t = d_x(t) · d(row r), lane 8 + 4r + t = d_x(t) · dmin(row r).
+    const __m512 dx = _mm512_broadcast_f32x4(_mm_loadu_ps(x.d + b * x.padded_tokens + t0));
+    const __m128 super = _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(reinterpret_cast<const double*>(w[0] + kSuperScales)),
+                                                    reinterpret_cast<const double*>(w[1] + kSuperScales)));  // d0 dmin0 d1 dmin1
+    const __m512 products = _mm512_mul_ps(dx, _mm512_permutexvar_ps(super_index, _mm512_castps128_ps512(super)));
     for (int p = 0; p < kPairs; ++p) {
       const bool second = 2 * p + 1 < N;
-      const __m512 d_pair = _mm512_permutexvar_ps(pair_index[p], d4);
       __m512i bsums;
       if constexpr (T == KType::Q6) {
         // Q6_K's values are unsigned (q + 32): subtract 32 · scale · Σx per lane, two tokens at once.
@@ -169,14 +200,13 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
           const __m512i s16 = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(w[r] + kMinsOrScales)));
           v = _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_madd_epi16(bsums, s16), 5));
         }
-        const float wd = reinterpret_cast<const float*>(w[r] + kSuperScales)[0];
-        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(d_pair, _mm512_set1_ps(wd)), _mm512_cvtepi32_ps(v), acc[r][p]);
+        const __m512 d_pair = _mm512_permutexvar_ps(halves_epi32(4 * r + 2 * p, 4 * r + 2 * p + 1), products);
+        acc[r][p] = _mm512_fmadd_ps(d_pair, _mm512_cvtepi32_ps(v), acc[r][p]);
       }
     }
     if constexpr (T != KType::Q6) {
       // Mins of four tokens (128-bit quarter t): lane i = m[2i]·S[2i] + m[2i+1]·S[2i+1].
       const __m512i sub_sums = _mm512_loadu_si512(x.sub_sums + (b * x.padded_tokens + t0) * 8);
-      const __m512 d_quad = _mm512_permutexvar_ps(quad_index, d4);
       for (int r = 0; r < 2; ++r) {
         const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(w[r] + kMinsOrScales)));
         __m512i m = _mm512_madd_epi16(sub_sums, mins);
@@ -184,8 +214,9 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
           m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
           m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
         }
-        const float dmin = reinterpret_cast<const float*>(w[r] + kSuperScales)[1];
-        acc_m[r] = _mm512_fmadd_ps(_mm512_mul_ps(d_quad, _mm512_set1_ps(-dmin)), _mm512_cvtepi32_ps(m), acc_m[r]);
+        // −(d_x · dmin) · m + acc: the single-token kernels' fma(d_x · (−dmin), m, acc), the same bits.
+        const __m512 d_quad = _mm512_permutexvar_ps(_mm512_add_epi32(quad_index, _mm512_set1_epi32(8 + 4 * r)), products);
+        acc_m[r] = _mm512_fnmadd_ps(d_quad, _mm512_cvtepi32_ps(m), acc_m[r]);
       }
     }
   }

@@ -217,16 +217,17 @@ void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f
 namespace {
 
 // The K-quant tile kernels for n_tokens tokens, or null where the row kernels do better. Measured
-// (one thread, a 5632 × 2048 matrix, tiles ÷ dotn time, Zen 5): Q5_K has no multi-token row kernel
-// and the tiles win from 2 tokens (1.95× at 16, 3.0× at 512); Q4_K 1.06× at 16, 1.20× at 128,
-// 1.10× at 512; Q6_K 0.81× at 16, 1.00× at 128, 1.17× at 512.
+// (`kernels_bench --benchmark_filter=gemm/Q._K`: one thread, a 5632 × 2048 matrix, Zen 5, tiles vs
+// dotn, GMAC/s, two alternating runs): Q4_K at 4 tokens 69–72 vs 72–73, at 5 65–66 vs 53–64, at 8
+// 86–87 vs 55–71; Q6_K at 8 80–82 vs 79–87, at 16 89–90 vs 71–86, at 32 104 vs 69–84. Q5_K has no
+// multi-token row kernel: the tiles from 2 tokens.
 const KQuantTileKernels* kquant_tile_kernels(const DotKernels& kernels, GgmlType type, int64_t n_tokens) {
   const KQuantTileKernels* k = nullptr;
   int64_t min_tokens = 2;
   switch (type) {
-    case GgmlType::Q4_K: k = &kernels.tile_q4_K, min_tokens = kernels.dotn_q4_K_q8_K ? 16 : 2; break;
+    case GgmlType::Q4_K: k = &kernels.tile_q4_K, min_tokens = kernels.dotn_q4_K_q8_K ? 5 : 2; break;
     case GgmlType::Q5_K: k = &kernels.tile_q5_K; break;
-    case GgmlType::Q6_K: k = &kernels.tile_q6_K, min_tokens = kernels.dotn_q6_K_q8_K ? 128 : 2; break;
+    case GgmlType::Q6_K: k = &kernels.tile_q6_K, min_tokens = kernels.dotn_q6_K_q8_K ? 16 : 2; break;
     default: return nullptr;
   }
   return k->direct && n_tokens >= min_tokens ? k : nullptr;
@@ -243,8 +244,10 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
   const int64_t padded = (n_tokens + kKQuantTileTokens - 1) / kKQuantTileTokens * kKQuantTileTokens;
   scratch.q8_K_sub_sums.assign(static_cast<size_t>(n_blocks * padded * 8), 0);
   scratch.q8_K_d.assign(static_cast<size_t>(n_blocks * padded), 0.0f);
-  fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data());
-  const KQuantTileActivations x{a.q8_K, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data(), n_blocks, padded};
+  scratch.q8_K_qs.resize(static_cast<size_t>(n_tokens * n_blocks * kQK_K + 64));
+  int8_t* qs = scratch.q8_K_qs.data() + (64 - reinterpret_cast<uintptr_t>(scratch.q8_K_qs.data()) % 64) % 64;
+  fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, qs, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data());
+  const KQuantTileActivations x{a.q8_K, qs, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data(), n_blocks, padded};
   const bool prepare = n_tokens > kKQuantTileTokens;
   const int64_t rows_per_task = prepare ? kPreparedRowTile : kRowTile;
   const size_t row_bytes = static_cast<size_t>(n_blocks) * kKQuantPreparedBlockBytes;

@@ -36,6 +36,7 @@ struct MatmulScratch {
   std::vector<BlockQ8_K> q8_K;  // [n_tokens, n_cols / 256]
   std::vector<int16_t> q8_K_sub_sums;  // [n_cols / 256, n_tokens rounded up to 4, 8] (K-quant tiles)
   std::vector<float> q8_K_d;           // [n_cols / 256, n_tokens rounded up to 4]
+  std::vector<int8_t> q8_K_qs;         // [n_tokens, n_cols] the Q8_K quants 64-byte aligned (+ 64 to align)
   std::vector<std::vector<uint8_t>> kquant_prepared;  // per thread: a task's row pairs, unpacked (kquant_tile.h)
   StepProfile* profile = nullptr;     // when set, each call adds its time (kernels/step_profile.h)
   std::vector<double> busy_seconds;   // per thread, while profiling
