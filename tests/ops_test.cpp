@@ -175,6 +175,8 @@ struct AttentionFixture {
   std::vector<int32_t> block_table;
   bool f16 = false;                          // read keys16 / values16 through attention_f16
   std::vector<uint16_t> keys16, values16;    // the pools rounded to f16 (as the forward pass stores them)
+  int64_t first_position = 0;                // > 0: a sliding window
+  float softcap = 0.0f;                      // > 0: Gemma 2's soft-capped scores
 
   AttentionFixture(int64_t head_dim_, int64_t n_kv_head_, int64_t n_q_, int64_t n_positions_, uint32_t seed)
       : head_dim(head_dim_), n_kv_head(n_kv_head_), n_q(n_q_), n_positions(n_positions_) {
@@ -203,7 +205,7 @@ struct AttentionFixture {
 
   // Heads [first, first + count) of KV head kv_head, written into out [n_kv_head · n_q, head_dim].
   void run(const OpsKernels& ops, int64_t kv_head, int64_t first, int64_t count, std::vector<float>& out) const {
-    std::vector<float> scores(count * n_positions);
+    std::vector<float> scores(count * (n_positions - first_position));
     AttentionArgs a;
     a.q = q.data() + (kv_head * n_q + first) * head_dim;
     a.out = out.data() + (kv_head * n_q + first) * head_dim;
@@ -220,7 +222,9 @@ struct AttentionFixture {
     a.block_table = block_table.data();
     a.block_size = block_size;
     a.n_positions = n_positions;
+    a.first_position = first_position;
     a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    a.softcap = softcap;
     a.scores = scores.data();
     (f16 ? ops.attention_f16 : ops.attention)(a);
   }
@@ -246,6 +250,29 @@ TEST_P(SimdOps, AttentionIsBitIdenticalToScalar) {
       const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_EQ(got[i], expected[i]) << "head_dim " << head_dim << " positions " << n_positions << " i " << i;
+    }
+  }
+}
+
+// Sliding windows starting off any 16- or 64-position boundary, soft-capped scores and head sizes
+// up to 256 (several 64-lane steps per score), f32 and f16 pools: still bit for bit.
+TEST_P(SimdOps, AttentionWindowsAndSoftcapAreBitIdenticalToScalar) {
+  for (int64_t head_dim : {64, 96, 128, 256}) {
+    for (int64_t n_positions : {16, 47, 100, 161}) {
+      for (int64_t first : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{33}}) {
+        if (first >= n_positions) continue;
+        for (float softcap : {0.0f, 30.0f}) {
+          for (bool f16 : {false, true}) {
+            AttentionFixture f(head_dim, 1, 3, n_positions, static_cast<uint32_t>(head_dim + 7 * n_positions + first));
+            f.first_position = first, f.softcap = softcap;
+            if (f16) f = f.as_f16();
+            const auto expected = f.run_grouped(scalar()), got = f.run_grouped(simd());
+            for (size_t i = 0; i < got.size(); ++i)
+              ASSERT_EQ(got[i], expected[i]) << "head_dim " << head_dim << " positions " << n_positions << " first " << first
+                                             << " softcap " << softcap << " f16 " << f16 << " i " << i;
+          }
+        }
+      }
     }
   }
 }

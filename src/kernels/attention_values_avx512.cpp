@@ -82,7 +82,71 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
   }
 }
 
+// [A's ggml_tree16 first level (v[i + 8] + v[i], 8 lanes) | B's]: lanes 0..7 position a, 8..15 b.
+NUCLEUS_AVX512_VALUES inline __m512 tree_level1(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)));
+}
+// Second level (t3[i + 4] + t3[i], 4 lanes) of four positions: quarter k of [x | y] = position k.
+NUCLEUS_AVX512_VALUES inline __m512 tree_level2(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)), _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+// Third level (t6[0] + t6[2], t6[1] + t6[3]): quarter k = [x's position k: both, y's position k: both].
+NUCLEUS_AVX512_VALUES inline __m512 tree_level3(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// Last level ((t6[0] + t6[2]) + (t6[1] + t6[3])): quarter k = [x's two positions, y's two].
+NUCLEUS_AVX512_VALUES inline __m512 tree_level4(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// ggml_dot's 64 lanes of q and one key row folded to 16: (lanes 0..15 + 32..47) + (16..31 + 48..63).
+template <typename T>
+NUCLEUS_AVX512_VALUES inline __m512 folded_lanes(const float* q, const T* key, int64_t head_dim) {
+  __m512 acc[4];
+  for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * v), load16(key + 16 * v, 0xFFFF), _mm512_setzero_ps());
+  for (int64_t i = 64; i < head_dim; i += 64)
+    for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16 * v), load16(key + i + 16 * v, 0xFFFF), acc[v]);
+  return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+}
+
+template <typename T>
+NUCLEUS_AVX512_VALUES int64_t scores_impl(const AttentionArgs& a, const T* keys) {
+  const int64_t first = a.first_position, n_pos = a.n_positions - first, head_dim = a.head_dim;
+  if (head_dim % kGgmlDotLanes != 0) return first;
+  // After the four levels, quarter k holds positions k, 4 + k, 8 + k, 12 + k: back to order.
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  const __m512 scale = _mm512_set1_ps(a.scale);
+  int64_t p = first;
+  for (; p + 16 <= a.n_positions; p += 16) {
+    const T* key[16];
+    for (int j = 0; j < 16; ++j) key[j] = attention_row(keys, a, p + j);
+    for (int64_t h = 0; h < a.n_q; ++h) {
+      const float* q = a.q + h * head_dim;
+      __m512 level3[2];
+      for (int half = 0; half < 2; ++half) {
+        __m512 level2[2];
+        for (int quad = 0; quad < 2; ++quad) {
+          const int j = 8 * half + 4 * quad;
+          const __m512 x = tree_level1(folded_lanes(q, key[j], head_dim), folded_lanes(q, key[j + 1], head_dim));
+          const __m512 y = tree_level1(folded_lanes(q, key[j + 2], head_dim), folded_lanes(q, key[j + 3], head_dim));
+          level2[quad] = tree_level2(x, y);
+        }
+        level3[half] = tree_level3(level2[0], level2[1]);
+      }
+      const __m512 dots = _mm512_permutexvar_ps(order, tree_level4(level3[0], level3[1]));
+      float* out = a.scores + h * n_pos + (p - first);
+      _mm512_storeu_ps(out, _mm512_mul_ps(dots, scale));
+      if (a.softcap > 0.0f)
+        for (int j = 0; j < 16; ++j) out[j] = softcap_score(out[j], a.softcap);
+    }
+  }
+  return p;
+}
+
 }  // namespace
+
+int64_t attention_scores_avx512(const AttentionArgs& a, const float* keys) { return scores_impl(a, keys); }
+int64_t attention_scores_avx512(const AttentionArgs& a, const uint16_t* keys) { return scores_impl(a, keys); }
 
 void weighted_values_avx512(const AttentionArgs& a, const float* const* rows, float* fold) { weighted_values_impl(a, rows, fold); }
 void weighted_values_avx512(const AttentionArgs& a, const uint16_t* const* rows, float* fold) { weighted_values_impl(a, rows, fold); }
