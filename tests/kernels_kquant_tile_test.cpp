@@ -4,6 +4,7 @@
 // odd row counts, several block counts and one or two threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -95,7 +96,11 @@ TEST_P(KQuantTiles, DirectAndPreparedKernelsEqualTheScalarDotBitForBit) {
         const int64_t r1 = r + 1 < rows ? r + 1 : r;
         float direct[kKQuantTileRows * kKQuantTileTokens], from_prepared[kKQuantTileRows * kKQuantTileTokens];
         tiles.direct(problem.w.row(r), problem.w.row(r1), x, t0, n, direct);
-        tiles.prepared(prepared + r * prepared_row, prepared + r1 * prepared_row, x, t0, n, from_prepared);
+        // The prepared kernel over rows r .. r1 (one or two), results [token, row] with stride 2.
+        float y[kKQuantTileTokens * 2];
+        tiles.prepared(prepared + r * prepared_row, prepared_row, r1 - r + 1, x, t0, n, y, 2);
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < 2; ++i) from_prepared[i * kKQuantTileTokens + j] = y[2 * j + std::min<int64_t>(i, r1 - r)];
         for (int i = 0; i < 2; ++i)
           for (int j = 0; j < n; ++j) {
             const float expected = problem.reference[(t0 + j) * rows + (i == 0 ? r : r1)];

@@ -46,9 +46,12 @@ using KQuantTileKernel = void (*)(const void* row0, const void* row1, const KQua
 constexpr size_t kKQuantPreparedBlockBytes = 448;
 // prepared[n_blocks × kKQuantPreparedBlockBytes], 64-byte aligned.
 using KQuantPrepareRow = void (*)(const void* row, int64_t n_blocks, uint8_t* prepared);
-// row0 and row1 prepared (each n_blocks × kKQuantPreparedBlockBytes).
-using KQuantPreparedKernel = void (*)(const uint8_t* row0, const uint8_t* row1, const KQuantTileActivations& x, int64_t t0,
-                                      int n_tokens, float* out);
+// n_rows prepared rows, row i at rows + i · row_bytes (each n_blocks × kKQuantPreparedBlockBytes),
+// against tokens t0 .. t0 + n_tokens − 1 (n_tokens ≤ 4, t0 a multiple of kKQuantTileTokens):
+// y[j · y_stride + i] = dot(row i, token t0 + j). Rows run two at a time in one call, so each
+// pair's float tail overlaps the next pair's products and results go straight to y.
+using KQuantPreparedKernel = void (*)(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const KQuantTileActivations& x,
+                                      int64_t t0, int n_tokens, float* y, int64_t y_stride);
 
 struct KQuantTileKernels {
   KQuantTileKernel direct = nullptr;

@@ -136,8 +136,10 @@ NUCLEUS_VNNI512 inline __m512i fold_pair(__m512i a, __m512i b) {
 
 // Two rows against tokens t0 .. t0 + N − 1. kDirect: rows are stored rows, each block unpacked on
 // the fly; otherwise rows are prepared ones.
+// Results: y[t · y_stride + r] for r < n_rows (1 or 2), t < N.
 template <KType T, int N, bool kDirect>
-NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileActivations& x, int64_t t0, float* out) {
+NUCLEUS_VNNI512 inline void tile(const void* row0, const void* row1, const KQuantTileActivations& x, int64_t t0, float* y,
+                                 int64_t y_stride, int n_rows) {
   constexpr int kPairs = (N + 1) / 2;
   const int64_t n_blocks = x.n_blocks;
   const void* rows[2] = {row0, row1};
@@ -220,7 +222,7 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
       }
     }
   }
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < n_rows; ++r) {
     alignas(64) float lanes8[kPairs][16], mins[16];
     _mm512_store_ps(mins, acc_m[r]);
     for (int p = 0; p < kPairs; ++p) _mm512_store_ps(lanes8[p], acc[r][p]);
@@ -228,19 +230,18 @@ NUCLEUS_VNNI512 void tile(const void* row0, const void* row1, const KQuantTileAc
       float sum = horizontal_sum(_mm256_load_ps(lanes8[t / 2] + 8 * (t % 2)));
       if constexpr (T == KType::Q4) sum += horizontal_sum4(_mm_load_ps(mins + 4 * t));
       if constexpr (T == KType::Q5) sum += mins[4 * t];
-      out[r * kKQuantTileTokens + t] = sum;
+      y[t * y_stride + r] = sum;
     }
   }
 }
 
-template <KType T, bool kDirect>
-NUCLEUS_VNNI512 void tile_tokens(const void* row0, const void* row1, const KQuantTileActivations& x, int64_t t0,
-                                 int n_tokens, float* out) {
-  switch (n_tokens) {
-    case 1: return tile<T, 1, kDirect>(row0, row1, x, t0, out);
-    case 2: return tile<T, 2, kDirect>(row0, row1, x, t0, out);
-    case 3: return tile<T, 3, kDirect>(row0, row1, x, t0, out);
-    default: return tile<T, 4, kDirect>(row0, row1, x, t0, out);
+template <KType T, int N>
+NUCLEUS_VNNI512 void prepared_rows(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const KQuantTileActivations& x,
+                                   int64_t t0, float* y, int64_t y_stride) {
+  for (int64_t r = 0; r < n_rows; r += 2) {
+    const uint8_t* row0 = rows + static_cast<size_t>(r) * row_bytes;
+    const bool pair = r + 1 < n_rows;
+    tile<T, N, false>(row0, pair ? row0 + row_bytes : row0, x, t0, y + r, y_stride, pair ? 2 : 1);
   }
 }
 
@@ -248,11 +249,25 @@ template <KType T>
 KQuantTileKernels kernels_for() {
   KQuantTileKernels k;
   k.direct = [](const void* row0, const void* row1, const KQuantTileActivations& x, int64_t t0, int n_tokens, float* out) {
-    tile_tokens<T, true>(row0, row1, x, t0, n_tokens, out);
+    float y[kKQuantTileTokens * 2];  // y[2j + i], then out[i · kKQuantTileTokens + j]
+    switch (n_tokens) {
+      case 1: tile<T, 1, true>(row0, row1, x, t0, y, 2, 2); break;
+      case 2: tile<T, 2, true>(row0, row1, x, t0, y, 2, 2); break;
+      case 3: tile<T, 3, true>(row0, row1, x, t0, y, 2, 2); break;
+      default: tile<T, 4, true>(row0, row1, x, t0, y, 2, 2); break;
+    }
+    for (int j = 0; j < n_tokens; ++j) out[j] = y[2 * j], out[kKQuantTileTokens + j] = y[2 * j + 1];
   };
   k.prepare = [](const void* row, int64_t n_blocks, uint8_t* prepared) { prepare_row<T>(row, n_blocks, prepared); };
-  k.prepared = [](const uint8_t* row0, const uint8_t* row1, const KQuantTileActivations& x, int64_t t0, int n_tokens,
-                  float* out) { tile_tokens<T, false>(row0, row1, x, t0, n_tokens, out); };
+  k.prepared = [](const uint8_t* rows, size_t row_bytes, int64_t n_rows, const KQuantTileActivations& x, int64_t t0,
+                  int n_tokens, float* y, int64_t y_stride) {
+    switch (n_tokens) {
+      case 1: return prepared_rows<T, 1>(rows, row_bytes, n_rows, x, t0, y, y_stride);
+      case 2: return prepared_rows<T, 2>(rows, row_bytes, n_rows, x, t0, y, y_stride);
+      case 3: return prepared_rows<T, 3>(rows, row_bytes, n_rows, x, t0, y, y_stride);
+      default: return prepared_rows<T, 4>(rows, row_bytes, n_rows, x, t0, y, y_stride);
+    }
+  };
   return k;
 }
 

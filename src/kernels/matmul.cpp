@@ -268,14 +268,13 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
     float out[kKQuantTileRows * kKQuantTileTokens];
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kKQuantTileTokens) {
       const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, n_tokens - t0));
+      if (prepare) {  // all the task's rows in one call, results straight into y
+        kernels.prepared(prepared, row_bytes, r_end - r_begin, x, t0, n, y + t0 * m + r_begin, m);
+        continue;
+      }
       for (int64_t r = r_begin; r < r_end; r += kKQuantTileRows) {
         const bool pair = r + 1 < r_end;
-        if (prepare) {
-          const uint8_t* row0 = prepared + static_cast<size_t>(r - r_begin) * row_bytes;
-          kernels.prepared(row0, pair ? row0 + row_bytes : row0, x, t0, n, out);
-        } else {
-          kernels.direct(w.row(r), w.row(pair ? r + 1 : r), x, t0, n, out);
-        }
+        kernels.direct(w.row(r), w.row(pair ? r + 1 : r), x, t0, n, out);
         for (int j = 0; j < n; ++j) {
           y[(t0 + j) * m + r] = out[j];
           if (pair) y[(t0 + j) * m + r + 1] = out[kKQuantTileTokens + j];
