@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/ggml_order.h"
 
@@ -16,14 +17,25 @@ NUCLEUS_AVX512_VALUES inline __m512 load16(const float* p, __mmask16 m) { return
 NUCLEUS_AVX512_VALUES inline __m512 load16(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));  // f16 widened exactly
 }
+NUCLEUS_AVX512_VALUES inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+NUCLEUS_AVX512_VALUES inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 
 // rows[p − first] is value row p (see attention_over); cells of a chunk outside
 // first..n_positions−1 add weight 0 · a zero row, as in the 8-wide version.
+//
+// The rows of one lane group l (positions l, l + 16, l + 32, ... of every chunk) are first gathered,
+// widened to f32, into a contiguous buffer that every head of the group then reads: in the cache's
+// pool those rows sit 16 positions apart, a power-of-two stride that maps them all to the same few
+// L1 sets (with a 1 KiB row, 16 rows 16 KiB apart evict each other), and f16 rows are widened once
+// instead of once per head. Widening is exact, so the products are those of the rows themselves.
 template <typename T>
 NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T* const* rows, float* fold) {
   const int64_t first = a.first_position, n_pos = a.n_positions - first;
   const int64_t chunk_begin = first / kGgmlDotLanes * kGgmlDotLanes;
-  alignas(64) const T zero_row[64] = {};
+  const int64_t n_chunks = (a.n_positions - chunk_begin + kGgmlDotLanes - 1) / kGgmlDotLanes;
+  std::vector<float> gathered(static_cast<size_t>(n_chunks * 4 * 64));  // [chunk][j][64] the lane group's rows
   for (int64_t d0 = 0; d0 < a.head_dim; d0 += 64) {
     const int64_t width = std::min<int64_t>(64, a.head_dim - d0);
     __mmask16 mask[4];
@@ -31,42 +43,46 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
       const int64_t m = std::clamp<int64_t>(width - 16 * v, 0, 16);
       mask[v] = static_cast<__mmask16>((1u << m) - 1u);
     }
-    auto lanes_of = [&](auto full, int64_t l, int64_t h) {
-      constexpr bool kFull = decltype(full)::value;
+    auto lanes_of = [&](int64_t l, int64_t h) {
       const float* weights = a.scores + h * n_pos;
       __m512 acc[4][4];
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) acc[j][v] = _mm512_setzero_ps();
-      auto add_chunk = [&](int64_t chunk, auto checked) {
+      auto add_chunk = [&](int64_t c, auto checked) {
+        const int64_t chunk = chunk_begin + c * kGgmlDotLanes;
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int64_t p = chunk + l + 16 * j;
           const bool inside = !decltype(checked)::value || (p >= first && p < a.n_positions);
-          const T* row = inside ? rows[p - first] + d0 : zero_row;
+          const float* row = gathered.data() + (c * 4 + j) * 64;
           const __m512 w = _mm512_set1_ps(inside ? weights[p - first] : 0.0f);
 #pragma GCC unroll 4
-          for (int v = 0; v < 4; ++v) {
-            if constexpr (kFull) acc[j][v] = _mm512_fmadd_ps(w, load16(row + 16 * v, 0xFFFF), acc[j][v]);
-            else acc[j][v] = _mm512_fmadd_ps(w, load16(row + 16 * v, mask[v]), acc[j][v]);
-          }
+          for (int v = 0; v < 4; ++v) acc[j][v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(row + 16 * v), acc[j][v]);
         }
       };
-      for (int64_t chunk = chunk_begin; chunk < a.n_positions; chunk += kGgmlDotLanes) {
-        if (chunk >= first && chunk + kGgmlDotLanes <= a.n_positions) add_chunk(chunk, std::false_type{});
-        else add_chunk(chunk, std::true_type{});
+      for (int64_t c = 0; c < n_chunks; ++c) {
+        const int64_t chunk = chunk_begin + c * kGgmlDotLanes;
+        if (chunk >= first && chunk + kGgmlDotLanes <= a.n_positions) add_chunk(c, std::false_type{});
+        else add_chunk(c, std::true_type{});  // the first or the last chunk: masked cells
       }
-      float* c = fold + (h * 16 + l) * 64;
+      float* out = fold + (h * 16 + l) * 64;
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v)
-        _mm512_storeu_ps(c + 16 * v, _mm512_add_ps(_mm512_add_ps(acc[0][v], acc[2][v]), _mm512_add_ps(acc[1][v], acc[3][v])));
+        _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(_mm512_add_ps(acc[0][v], acc[2][v]), _mm512_add_ps(acc[1][v], acc[3][v])));
     };
-    for (int64_t l = 0; l < 16; ++l)
-      for (int64_t h = 0; h < a.n_q; ++h) {
-        if (width == 64) lanes_of(std::true_type{}, l, h);
-        else lanes_of(std::false_type{}, l, h);
-      }
+    for (int64_t l = 0; l < 16; ++l) {
+      for (int64_t c = 0; c < n_chunks; ++c)  // gather: masked cells and the tail of head_dim are zeros
+        for (int j = 0; j < 4; ++j) {
+          const int64_t p = chunk_begin + c * kGgmlDotLanes + l + 16 * j;
+          float* dst = gathered.data() + (c * 4 + j) * 64;
+          const bool inside = p >= first && p < a.n_positions;
+          for (int v = 0; v < 4; ++v)
+            _mm512_storeu_ps(dst + 16 * v, inside ? load16(rows[p - first] + d0 + 16 * v, mask[v]) : _mm512_setzero_ps());
+        }
+      for (int64_t h = 0; h < a.n_q; ++h) lanes_of(l, h);
+    }
     for (int64_t h = 0; h < a.n_q; ++h) {
       const float* c = fold + h * 16 * 64;
       float* out = a.out + h * a.head_dim + d0;
@@ -100,19 +116,22 @@ NUCLEUS_AVX512_VALUES inline __m512 tree_level4(__m512 x, __m512 y) {
 }
 
 // ggml_dot's 64 lanes of q and one key row folded to 16: (lanes 0..15 + 32..47) + (16..31 + 48..63).
-template <typename T>
-NUCLEUS_AVX512_VALUES inline __m512 folded_lanes(const float* q, const T* key, int64_t head_dim) {
+// kSteps = head_dim / 64 (a constant, so the loop unrolls and q stays in registers).
+template <int kSteps, typename T>
+NUCLEUS_AVX512_VALUES inline __m512 folded_lanes(const __m512* q, const T* key) {
   __m512 acc[4];
-  for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * v), load16(key + 16 * v, 0xFFFF), _mm512_setzero_ps());
-  for (int64_t i = 64; i < head_dim; i += 64)
-    for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16 * v), load16(key + i + 16 * v, 0xFFFF), acc[v]);
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(q[v], load16(key + 16 * v), _mm512_setzero_ps());
+#pragma GCC unroll 4
+  for (int i = 1; i < kSteps; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) acc[v] = _mm512_fmadd_ps(q[4 * i + v], load16(key + 64 * i + 16 * v), acc[v]);
   return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
 }
 
-template <typename T>
-NUCLEUS_AVX512_VALUES int64_t scores_impl(const AttentionArgs& a, const T* keys) {
+template <int kSteps, typename T>
+NUCLEUS_AVX512_VALUES int64_t scores_with(const AttentionArgs& a, const T* keys) {
   const int64_t first = a.first_position, n_pos = a.n_positions - first, head_dim = a.head_dim;
-  if (head_dim % kGgmlDotLanes != 0) return first;
   // After the four levels, quarter k holds positions k, 4 + k, 8 + k, 12 + k: back to order.
   const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   const __m512 scale = _mm512_set1_ps(a.scale);
@@ -121,14 +140,18 @@ NUCLEUS_AVX512_VALUES int64_t scores_impl(const AttentionArgs& a, const T* keys)
     const T* key[16];
     for (int j = 0; j < 16; ++j) key[j] = attention_row(keys, a, p + j);
     for (int64_t h = 0; h < a.n_q; ++h) {
-      const float* q = a.q + h * head_dim;
+      __m512 q[4 * kSteps];
+#pragma GCC unroll 16
+      for (int v = 0; v < 4 * kSteps; ++v) q[v] = _mm512_loadu_ps(a.q + h * head_dim + 16 * v);
       __m512 level3[2];
+#pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
         __m512 level2[2];
+#pragma GCC unroll 2
         for (int quad = 0; quad < 2; ++quad) {
           const int j = 8 * half + 4 * quad;
-          const __m512 x = tree_level1(folded_lanes(q, key[j], head_dim), folded_lanes(q, key[j + 1], head_dim));
-          const __m512 y = tree_level1(folded_lanes(q, key[j + 2], head_dim), folded_lanes(q, key[j + 3], head_dim));
+          const __m512 x = tree_level1(folded_lanes<kSteps>(q, key[j]), folded_lanes<kSteps>(q, key[j + 1]));
+          const __m512 y = tree_level1(folded_lanes<kSteps>(q, key[j + 2]), folded_lanes<kSteps>(q, key[j + 3]));
           level2[quad] = tree_level2(x, y);
         }
         level3[half] = tree_level3(level2[0], level2[1]);
@@ -141,6 +164,17 @@ NUCLEUS_AVX512_VALUES int64_t scores_impl(const AttentionArgs& a, const T* keys)
     }
   }
   return p;
+}
+
+template <typename T>
+NUCLEUS_AVX512_VALUES int64_t scores_impl(const AttentionArgs& a, const T* keys) {
+  switch (a.head_dim) {
+    case 64: return scores_with<1>(a, keys);
+    case 128: return scores_with<2>(a, keys);
+    case 192: return scores_with<3>(a, keys);
+    case 256: return scores_with<4>(a, keys);
+    default: return a.first_position;  // other sizes: the caller's one- and four-row dots
+  }
 }
 
 }  // namespace

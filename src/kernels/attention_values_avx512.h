@@ -15,11 +15,11 @@ void weighted_values_avx512(const AttentionArgs& a, const float* const* rows, fl
 void weighted_values_avx512(const AttentionArgs& a, const uint16_t* const* rows, float* fold);
 
 // The scores of positions first_position .. in whole groups of 16, for every head of the group
-// (a.scores[h · n + p − first], n = n_positions − first_position), when head_dim is a multiple of
-// 64: each score is ggml_dot(q, key) · scale (then soft-capped) exactly as ops_x86.inc's
+// (a.scores[h · n + p − first], n = n_positions − first_position), when head_dim is 64, 128, 192
+// or 256: each score is ggml_dot(q, key) · scale (then soft-capped) exactly as ops_x86.inc's
 // ggml_dot_row computes it — lanes as four 16-float registers folded (0 + 2) + (1 + 3), and the 16
 // positions' ggml_tree16 levels run together by shuffles across registers. Returns the first
-// position not scored (the caller scores the rest); head_dim not a multiple of 64 scores nothing.
+// position not scored (the caller scores the rest); other head sizes score nothing.
 int64_t attention_scores_avx512(const AttentionArgs& a, const float* keys);
 int64_t attention_scores_avx512(const AttentionArgs& a, const uint16_t* keys);
 
