@@ -217,17 +217,19 @@ void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f
 namespace {
 
 // The K-quant tile kernels for n_tokens tokens, or null where the row kernels do better. Measured
-// (`kernels_bench --benchmark_filter=gemm/Q._K`: one thread, a 5632 × 2048 matrix, Zen 5, tiles vs
-// dotn, GMAC/s, two alternating runs): Q4_K at 4 tokens 69–72 vs 72–73, at 5 65–66 vs 53–64, at 8
-// 86–87 vs 55–71; Q6_K at 8 80–82 vs 79–87, at 16 89–90 vs 71–86, at 32 104 vs 69–84. Q5_K has no
-// multi-token row kernel: the tiles from 2 tokens.
+// in the model, not on cache-resident matrices (where the tiles win from 5 tokens): TinyLlama-shape
+// Q4_K_M, 2 threads, Zen 5, `nucleus bench batch --batch B --prompt 128 --gen 32` generation tok/s,
+// tiles from 8 tokens vs from 16: batch 8 93-94 vs 87-89; tiles from 16 vs from 17: batch 16 117-118
+// vs 96-105. At 5 tokens (a γ = 4 verification pass) the row kernels win: `bench spec` verify/step
+// 3.3x with them, 4.3x with the prepared tiles, 5.5x with the direct ones. Q5_K has no multi-token
+// row kernel: the tiles from 2 tokens.
 const KQuantTileKernels* kquant_tile_kernels(const DotKernels& kernels, GgmlType type, int64_t n_tokens) {
   const KQuantTileKernels* k = nullptr;
   int64_t min_tokens = 2;
   switch (type) {
-    case GgmlType::Q4_K: k = &kernels.tile_q4_K, min_tokens = kernels.dotn_q4_K_q8_K ? 5 : 2; break;
+    case GgmlType::Q4_K: k = &kernels.tile_q4_K, min_tokens = kernels.dotn_q4_K_q8_K ? 8 : 2; break;
     case GgmlType::Q5_K: k = &kernels.tile_q5_K; break;
-    case GgmlType::Q6_K: k = &kernels.tile_q6_K, min_tokens = kernels.dotn_q6_K_q8_K ? 16 : 2; break;
+    case GgmlType::Q6_K: k = &kernels.tile_q6_K, min_tokens = kernels.dotn_q6_K_q8_K ? 8 : 2; break;
     default: return nullptr;
   }
   return k->direct && n_tokens >= min_tokens ? k : nullptr;
