@@ -4,6 +4,11 @@
 //                         stream rate the decode roofline is about
 //   gemm/<type>/<isa>/N   the same matrix times N tokens (prefill, batched decode) — items/s counts
 //                         multiply-adds, i.e. arithmetic throughput
+//   stream/<type>/<isa>/T one token through 64 such matrices in turn (~420 MB at Q4_0, out of every
+//                         cache, on huge pages like a loaded model's), T threads — bytes/s is the
+//                         rate the kernel streams weights from DRAM, decode's roofline without the
+//                         model's other operators
+//   quantize_activations/<Q8_0|Q8_K>/<isa>   one 2048-value activation row quantized (per matmul)
 //   rms_norm, softmax, swiglu, rope   the per-token operators, at model sizes
 // Every ISA this CPU supports is registered; NUCLEUS_ISA does not apply here.
 //
@@ -14,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/weight_memory.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -36,13 +42,14 @@ std::vector<float> normal_values(size_t n, uint32_t seed) {
 struct BenchMatrix {
   std::vector<uint8_t> bytes;
   WeightMatrix w;
-  BenchMatrix(GgmlType type, int64_t rows) {
+  BenchMatrix(GgmlType type, int64_t rows, WeightArena* arena = nullptr) {
     const size_t row_bytes = ggml_row_size(type, kCols);
     bytes.resize(row_bytes * static_cast<size_t>(rows));
     const auto values = normal_values(static_cast<size_t>(kCols), 1);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data(), bytes.data() + r * row_bytes, kCols);
     w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
-    pack_weights(w, 1);
+    pack_weights(w, 1, arena);
+    if (arena && !w.packed) copy_to_weight_memory(w, arena);
   }
 };
 
@@ -74,6 +81,37 @@ void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m->bytes.size()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * kRows * kCols);  // multiply-adds
+}
+
+void stream_tokens(benchmark::State& state, Isa isa, GgmlType type) {
+  const int n_threads = static_cast<int>(state.range(0));
+  constexpr int kMatrices = 64;
+  const size_t bytes_each = ggml_row_size(type, kCols) * kRows;
+  WeightArena arena(bytes_each * kMatrices + (size_t{1} << 20));
+  std::vector<std::unique_ptr<BenchMatrix>> matrices;
+  for (int i = 0; i < kMatrices; ++i) {
+    matrices.push_back(std::make_unique<BenchMatrix>(type, kRows, &arena));
+    matrices.back()->bytes = {};  // only the arena copy is read
+  }
+  const auto x = normal_values(kCols, 3);
+  std::vector<float> y(kRows);
+  MatmulScratch scratch;
+  const DotKernels& kernels = dot_kernels_for(isa);
+  for (auto _ : state) {
+    for (auto& m : matrices) matmul(kernels, m->w, x.data(), 1, y.data(), n_threads, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes_each * kMatrices));
+}
+
+// One activation row quantized for the integer kernels (what every Q4_0/Q8_0 or K-quant matmul does
+// first, on one thread at decode).
+void quantize_activations_op(benchmark::State& state, Isa isa, GgmlType type) {
+  const auto x = normal_values(kCols, 10);
+  MatmulScratch scratch;
+  const DotKernels& kernels = dot_kernels_for(isa);
+  for (auto _ : state) benchmark::DoNotOptimize(prepare_activations(kernels, type, x.data(), 1, kCols, scratch));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kCols);
 }
 
 void rms_norm_op(benchmark::State& state) {
@@ -130,7 +168,16 @@ void register_all() {
       benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), matmul_tokens, isa, type)->Arg(1)->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("gemm/" + suffix).c_str(), matmul_tokens, isa, type)
           ->Arg(2)->Arg(4)->Arg(5)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
+      if (type != GgmlType::F32)
+        benchmark::RegisterBenchmark(("stream/" + suffix).c_str(), stream_tokens, isa, type)
+            ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
+  }
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K})
+      benchmark::RegisterBenchmark(("quantize_activations/" + std::string(type == GgmlType::Q4_0 ? "Q8_0/" : "Q8_K/") +
+                                    isa_name(isa)).c_str(), quantize_activations_op, isa, type);
   }
   benchmark::RegisterBenchmark("rms_norm/2048", rms_norm_op);
   benchmark::RegisterBenchmark("softmax", softmax_op)->Arg(256)->Arg(2048);

@@ -9,6 +9,8 @@
 #include "kernels/kquant_tile.h"
 #include "kernels/packed_dot.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quantize_activations.h"
+#include "kernels/quantize_k.h"
 #include "kernels/tile_f16.h"
 
 namespace nucleus {
@@ -48,6 +50,10 @@ struct DotKernels {
   // Two K-quant rows × up to four tokens per call (kernels/kquant_tile.h), bit-identical to
   // dot_q*_K_q8_K; nullptr where a table has none (matmul then uses the dotn/dot kernels).
   KQuantTileKernels tile_q4_K = {}, tile_q5_K = {}, tile_q6_K = {};
+  // Activation rows for the integer kernels (kernels/quantize_activations.h): the same bytes on
+  // every table, faster where the ISA has a version.
+  QuantizeQ8_0Row quantize_q8_0 = quantize_q8_0_row_scalar;
+  QuantizeQ8_KRow quantize_q8_K = quantize_activations_q8_K;
 };
 constexpr int kDotTokens = 8;  // tokens per multi-token dot call at most
 

@@ -60,56 +60,49 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
   }
 }
 
-namespace {
-
-// Q8_0 activation rows plus, per block, the f32 scale and the sum of quants the packed kernels use.
-void quantize_q8_0_row(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum, int32_t* chunk_sum) {
-  quantize_activations_q8_0(x, blocks, k);
-  for (int64_t b = 0; b < k / kQK8_0; ++b) {
-    scale[b] = f16_to_f32(blocks[b].d);
-    int32_t s = 0;
-    for (int c = 0; c < 8; ++c) {
-      const int8_t* q = blocks[b].qs + 4 * c;
-      chunk_sum[8 * b + c] = q[0] + q[1] + q[2] + q[3];
-      s += chunk_sum[8 * b + c];
-    }
-    sum[b] = s;
-  }
-}
-
-}  // namespace
-
 MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch,
                                       int n_threads) {
+  return prepare_activations(scalar_dot_kernels(), type, x, n_tokens, k, scratch, n_threads);
+}
+
+MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, const float* x, int64_t n_tokens, int64_t k,
+                                      MatmulScratch& scratch, int n_threads) {
   MatmulActivations a;
   a.f32 = x;
-  // Many tokens (prefill) quantize in parallel; each row's result does not depend on the split.
-  const bool parallel = n_threads > 1 && n_tokens * k >= kMinParallelWork / 16;
-  switch (activation_format(type)) {
-    case ActivationFormat::Q8_0: {
-      const int64_t nb = k / kQK8_0;
+  const ActivationFormat format = activation_format(type);
+  const int64_t nb = format == ActivationFormat::Q8_0 ? k / kQK8_0 : k / kQK_K;
+  switch (format) {
+    case ActivationFormat::Q8_0:
       scratch.q8_0.resize(static_cast<size_t>(n_tokens * nb));
       scratch.q8_0_scale.resize(scratch.q8_0.size());
       scratch.q8_0_sum.resize(scratch.q8_0.size());
       scratch.q8_0_chunk_sum.resize(scratch.q8_0.size() * 8);
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
-      for (int64_t t = 0; t < n_tokens; ++t)
-        quantize_q8_0_row(x + t * k, k, scratch.q8_0.data() + t * nb, scratch.q8_0_scale.data() + t * nb,
-                          scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_sum.data() + t * nb * 8);
       a.q8_0 = scratch.q8_0.data();
       a.q8_0_scale = scratch.q8_0_scale.data();
       a.q8_0_sum = scratch.q8_0_sum.data();
       a.q8_0_chunk_sum = scratch.q8_0_chunk_sum.data();
       break;
-    }
-    case ActivationFormat::Q8_K: {
-      scratch.q8_K.resize(static_cast<size_t>(n_tokens * (k / kQK_K)));
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
-      for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8_K(x + t * k, scratch.q8_K.data() + t * (k / kQK_K), k);
+    case ActivationFormat::Q8_K:
+      scratch.q8_K.resize(static_cast<size_t>(n_tokens * nb));
       a.q8_K = scratch.q8_K.data();
       break;
-    }
-    case ActivationFormat::F32: break;
+    case ActivationFormat::F32: return a;
+  }
+  auto quantize_token = [&](int64_t t) {
+    if (format == ActivationFormat::Q8_0)
+      kernels.quantize_q8_0(x + t * k, k, scratch.q8_0.data() + t * nb, scratch.q8_0_scale.data() + t * nb,
+                            scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_sum.data() + t * nb * 8);
+    else
+      kernels.quantize_q8_K(x + t * k, scratch.q8_K.data() + t * nb, k);
+  };
+  // Many tokens (prefill) quantize in parallel; each row's result does not depend on the split.
+  // Otherwise no OpenMP at all: an `if (false)` region still enters libgomp, which cost ~1.4 us of
+  // the 1.6 us a 2048-value row takes (perf, kernels_bench quantize_activations).
+  if (n_threads > 1 && n_tokens * k >= kMinParallelWork / 16) {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+    for (int64_t t = 0; t < n_tokens; ++t) quantize_token(t);
+  } else {
+    for (int64_t t = 0; t < n_tokens; ++t) quantize_token(t);
   }
   return a;
 }
@@ -314,7 +307,7 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
                  int n_threads, bool parallel, MatmulScratch& scratch) {
   const int64_t k = w.n_cols, m = w.n_rows;
   const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const MatmulActivations a = prepare_activations(w.type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
+  const MatmulActivations a = prepare_activations(kernels, w.type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
   if (scratch.profile)
     scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (w.packed) {

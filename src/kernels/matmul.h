@@ -60,6 +60,9 @@ struct MatmulActivations {
   const int32_t* q8_0_chunk_sum = nullptr;  // [n_tokens, n_cols / 32, 8]
   const BlockQ8_K* q8_K = nullptr;
 };
+// With a table, its quantizers (the same bytes on every table); without, the scalar ones.
+MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, const float* x, int64_t n_tokens, int64_t k,
+                                      MatmulScratch& scratch, int n_threads = 1);
 MatmulActivations prepare_activations(GgmlType type, const float* x, int64_t n_tokens, int64_t k, MatmulScratch& scratch,
                                       int n_threads = 1);
 // One output element: dot(w.row(r), activations of token t).

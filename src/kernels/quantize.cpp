@@ -1,4 +1,5 @@
 #include "kernels/quantize.h"
+#include "kernels/quantize_activations.h"
 
 #include <cmath>
 #include <cstring>
@@ -34,6 +35,21 @@ void quantize_activations_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[b].d = f32_to_f16(amax / 127.0f);
     for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
+  }
+}
+
+void quantize_q8_0_row_scalar(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum,
+                              int32_t* chunk_sum) {
+  quantize_activations_q8_0(x, blocks, k);
+  for (int64_t b = 0; b < k / kQK8_0; ++b) {
+    scale[b] = f16_to_f32(blocks[b].d);
+    int32_t s = 0;
+    for (int c = 0; c < 8; ++c) {
+      const int8_t* q = blocks[b].qs + 4 * c;
+      chunk_sum[8 * b + c] = q[0] + q[1] + q[2] + q[3];
+      s += chunk_sum[8 * b + c];
+    }
+    sum[b] = s;
   }
 }
 
