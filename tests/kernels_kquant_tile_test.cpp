@@ -83,12 +83,12 @@ TEST_P(KQuantTiles, DirectAndPreparedKernelsEqualTheScalarDotBitForBit) {
   std::vector<int16_t> sub_sums(static_cast<size_t>(n_blocks * padded * 8), 0);
   std::vector<float> d(static_cast<size_t>(n_blocks * padded), 0.0f);
   std::vector<int8_t> qs_storage(static_cast<size_t>(n_tokens * n_blocks * kQK_K + 64));
-  int8_t* qs = qs_storage.data() + (64 - reinterpret_cast<uintptr_t>(qs_storage.data()) % 64) % 64;
+  int8_t* qs = align_up_64(qs_storage.data());
   fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, qs, sub_sums.data(), d.data());
   const KQuantTileActivations x{a.q8_K, qs, sub_sums.data(), d.data(), n_blocks, padded};
   const size_t prepared_row = static_cast<size_t>(n_blocks) * kKQuantPreparedBlockBytes;
   std::vector<uint8_t> storage(prepared_row * rows + 64);
-  uint8_t* prepared = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  uint8_t* prepared = align_up_64(storage.data());
   for (int64_t r = 0; r < rows; ++r) tiles.prepare(problem.w.row(r), n_blocks, prepared + r * prepared_row);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kKQuantTileTokens) {
     for (int n = 1; n <= kKQuantTileTokens && t0 + n <= n_tokens; ++n) {

@@ -18,6 +18,9 @@ namespace nucleus {
 
 // Floats of AttentionArgs::lanes scratch per query head: 16 partly folded lanes × 64 dimensions.
 constexpr int64_t kAttentionLaneFloats = 16 * 64;
+// Floats of AttentionArgs::gather scratch for a group attending to up to n_positions positions:
+// one lane group's value rows, 4 per 64-position chunk, 64 dimensions each.
+constexpr int64_t attention_gather_floats(int64_t n_positions) { return (n_positions / 64 + 2) * 4 * 64; }
 
 struct AttentionArgs {
   const float* q;            // [n_q, head_dim] query vectors of the group's heads (consecutive heads)
@@ -37,6 +40,7 @@ struct AttentionArgs {
   float softcap = 0.0f;      // > 0: scores ← softcap · tanh(scores / softcap), after the scale
   float* scores;             // scratch [n_q, n_positions - first_position]
   float* lanes = nullptr;    // scratch [n_q, kAttentionLaneFloats]; allocated per call when null
+  float* gather = nullptr;   // scratch [attention_gather_floats(n_positions)]; allocated per call when null
 };
 
 // Soft-capping as ggml computes it: scale by 1/cap, tanh, scale by cap.

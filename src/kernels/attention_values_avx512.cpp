@@ -35,7 +35,12 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
   const int64_t first = a.first_position, n_pos = a.n_positions - first;
   const int64_t chunk_begin = first / kGgmlDotLanes * kGgmlDotLanes;
   const int64_t n_chunks = (a.n_positions - chunk_begin + kGgmlDotLanes - 1) / kGgmlDotLanes;
-  std::vector<float> gathered(static_cast<size_t>(n_chunks * 4 * 64));  // [chunk][j][64] the lane group's rows
+  std::vector<float> own;  // only when the caller gives no scratch
+  float* gathered = a.gather;  // [chunk][j][64] the lane group's rows
+  if (!gathered) {
+    own.resize(static_cast<size_t>(attention_gather_floats(a.n_positions)));
+    gathered = own.data();
+  }
   for (int64_t d0 = 0; d0 < a.head_dim; d0 += 64) {
     const int64_t width = std::min<int64_t>(64, a.head_dim - d0);
     __mmask16 mask[4];
@@ -56,7 +61,7 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
         for (int j = 0; j < 4; ++j) {
           const int64_t p = chunk + l + 16 * j;
           const bool inside = !decltype(checked)::value || (p >= first && p < a.n_positions);
-          const float* row = gathered.data() + (c * 4 + j) * 64;
+          const float* row = gathered + (c * 4 + j) * 64;
           const __m512 w = _mm512_set1_ps(inside ? weights[p - first] : 0.0f);
 #pragma GCC unroll 4
           for (int v = 0; v < 4; ++v) acc[j][v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(row + 16 * v), acc[j][v]);
@@ -76,7 +81,7 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
       for (int64_t c = 0; c < n_chunks; ++c)  // gather: masked cells and the tail of head_dim are zeros
         for (int j = 0; j < 4; ++j) {
           const int64_t p = chunk_begin + c * kGgmlDotLanes + l + 16 * j;
-          float* dst = gathered.data() + (c * 4 + j) * 64;
+          float* dst = gathered + (c * 4 + j) * 64;
           const bool inside = p >= first && p < a.n_positions;
           for (int v = 0; v < 4; ++v)
             _mm512_storeu_ps(dst + 16 * v, inside ? load16(rows[p - first] + d0 + 16 * v, mask[v]) : _mm512_setzero_ps());

@@ -53,6 +53,14 @@ using KQuantPrepareRow = void (*)(const void* row, int64_t n_blocks, uint8_t* pr
 using KQuantPreparedKernel = void (*)(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const KQuantTileActivations& x,
                                       int64_t t0, int n_tokens, float* y, int64_t y_stride);
 
+// The first 64-byte aligned element at or after p: the tile kernels' buffers are allocated 64 bytes
+// over and used from there.
+template <class T>
+T* align_up_64(T* p) {
+  static_assert(sizeof(T) == 1, "byte buffers");
+  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+}
+
 struct KQuantTileKernels {
   KQuantTileKernel direct = nullptr;
   KQuantPrepareRow prepare = nullptr;

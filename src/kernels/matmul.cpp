@@ -240,7 +240,7 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
   scratch.q8_K_sub_sums.assign(static_cast<size_t>(n_blocks * padded * 8), 0);
   scratch.q8_K_d.assign(static_cast<size_t>(n_blocks * padded), 0.0f);
   scratch.q8_K_qs.resize(static_cast<size_t>(n_tokens * n_blocks * kQK_K + 64));
-  int8_t* qs = scratch.q8_K_qs.data() + (64 - reinterpret_cast<uintptr_t>(scratch.q8_K_qs.data()) % 64) % 64;
+  int8_t* qs = align_up_64(scratch.q8_K_qs.data());
   fill_kquant_tile_activations(a.q8_K, n_tokens, n_blocks, padded, qs, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data());
   const KQuantTileActivations x{a.q8_K, qs, scratch.q8_K_sub_sums.data(), scratch.q8_K_d.data(), n_blocks, padded};
   const bool prepare = n_tokens > kKQuantTileTokens;
@@ -256,7 +256,7 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
     uint8_t* prepared = nullptr;
     if (prepare) {
       uint8_t* base = scratch.kquant_prepared[static_cast<size_t>(thread)].data();
-      prepared = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+      prepared = align_up_64(base);
       for (int64_t r = r_begin; r < r_end; ++r)
         kernels.prepare(w.row(r), n_blocks, prepared + static_cast<size_t>(r - r_begin) * row_bytes);
     }

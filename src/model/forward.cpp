@@ -43,6 +43,7 @@ struct Model::Scratch {
   std::vector<float> up;      // [n_tokens, max n_ff]
   std::vector<float> scores;  // [n_threads, max group, max attended positions] attention weights
   std::vector<float> attention_lanes;  // [n_threads, max group, kAttentionLaneFloats] attention sums
+  std::vector<float> attention_gather;  // [n_threads, attention_gather_floats(max positions)] value rows
   std::vector<RopeTable> ropes;  // [HParams::ropes] cos/sin for this step's positions
   std::vector<float> per_layer;  // [n_tokens, L·P] Gemma 4 per-layer inputs
   std::vector<float> pl_gate;    // [n_tokens, P]
@@ -152,6 +153,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   s.up.resize(s.gate.size());
   s.scores.resize(static_cast<size_t>(n_threads * group_max * n_positions_max));
   s.attention_lanes.resize(static_cast<size_t>(n_threads * group_max * kAttentionLaneFloats));
+  s.attention_gather.resize(static_cast<size_t>(n_threads * attention_gather_floats(n_positions_max)));
   s.ropes.resize(hp.ropes.size());
   for (size_t r = 0; r < hp.ropes.size(); ++r) {
     const RopeSpec& spec = hp.ropes[r];
@@ -295,6 +297,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         a.softcap = S.attn_softcap;
         a.scores = &s.scores[static_cast<size_t>(thread * group_max * n_positions_max)];
         a.lanes = &s.attention_lanes[static_cast<size_t>(thread * group_max * kAttentionLaneFloats)];
+        a.gather = &s.attention_gather[static_cast<size_t>(thread * attention_gather_floats(n_positions_max))];
         (kv_f16 ? ops.attention_f16 : ops.attention)(a);
       };
       const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
