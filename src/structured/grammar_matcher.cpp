@@ -91,8 +91,14 @@ void GrammarAutomaton::resume(uint32_t frame, State& out) {
 
 void GrammarAutomaton::expand(uint32_t pos, uint32_t parent, State& out, int depth) {
   if (depth > kMaxExpansionDepth) throw Error("grammar: expansion too deep (nested empty rules)");
+  if (depth == 0) ++expansion_;
   const std::vector<GrammarSymbol>& code = grammar_->code;
   for (;;) {
+    const auto [seen, first_time] = expanded_in_.try_emplace((static_cast<uint64_t>(pos) << 32) | parent, expansion_);
+    if (!first_time) {
+      if (seen->second == expansion_) return;  // this expansion has been here: its tops are in `out`
+      seen->second = expansion_;
+    }
     const GrammarSymbol& sym = code[pos];
     if (sym.kind == Kind::bytes) {
       out.push_back(intern(pos, parent));

@@ -89,6 +89,12 @@ class GrammarAutomaton {
   std::vector<uint32_t> heights_;  // per node
   std::vector<bool> rest_nullable_;  // per position in code: the symbols from it to its `end` can match nothing
   std::unordered_map<uint64_t, uint32_t> node_ids_;  // (pos << 32 | parent) → node
+  // expand() from one call at depth 0: (pos << 32 | parent) → the number of the last expansion that
+  // reached it. A state reached twice in one expansion adds nothing new (its tops are already out),
+  // and without this check nullable rules in a row (`line{2,53}` with `line ::= | [^]*`) are walked
+  // along every one of their 2^53 ways of matching nothing.
+  std::unordered_map<uint64_t, uint32_t> expanded_in_;
+  uint32_t expansion_ = 0;
   // Memoized steps: a node's successors (the stacks after its top symbol takes any byte it
   // matches) are the same for every such byte, so one entry per node: 1 + an index into
   // step_spans_ (0: not computed yet); a span is [offset, count) in step_pool_.
