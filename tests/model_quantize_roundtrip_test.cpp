@@ -55,8 +55,10 @@ TEST(QuantizeRoundTrip, LogitsStayWithinEachTypesResolution) {
   // Relative logit error per type on this model: 1.5× what was measured when the test was written
   // (F16 6.1e-4, BF16 5.0e-3, Q8_0 1.75e-2, Q6_K 4.9e-2, Q5_K 9.7e-2, Q4_K 1.8e-1, Q4_0 1.9e-1 —
   // each bit fewer doubles the error, as the step size does), far below a broken path's ~1.
+  // BF16 is 6.6e-3 where the CPU has AVX512_BF16: the activations are rounded to BF16 as well
+  // (kernels/tile_bf16.h), so its limit is 1.5× that.
   const std::vector<std::pair<std::string, double>> limits = {
-      {"F16", 1e-3}, {"BF16", 7.5e-3}, {"Q8_0", 2.6e-2}, {"Q6_K", 7.5e-2},
+      {"F16", 1e-3}, {"BF16", 1e-2}, {"Q8_0", 2.6e-2}, {"Q6_K", 7.5e-2},
       {"Q5_K", 1.5e-1}, {"Q4_K", 2.8e-1}, {"Q4_0", 2.9e-1}};
   std::map<std::string, double> measured;
   auto input = GgufFile::open(f32_path);

@@ -11,6 +11,7 @@
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/quantize_k.h"
+#include "kernels/tile_bf16.h"
 #include "kernels/tile_f16.h"
 
 namespace nucleus {
@@ -50,6 +51,11 @@ struct DotKernels {
   // Two K-quant rows × up to four tokens per call (kernels/kquant_tile.h), bit-identical to
   // dot_q*_K_q8_K; nullptr where a table has none (matmul then uses the dotn/dot kernels).
   KQuantTileKernels tile_q4_K = {}, tile_q5_K = {}, tile_q6_K = {};
+  // BF16 weights where the CPU has AVX512_BF16 (kernels/tile_bf16.h): activations rounded to BF16
+  // by round_to_bf16 and every token count through these tiles, as llama.cpp does; nullptr
+  // elsewhere (matmul then uses dot_bf16_f32 on f32 activations).
+  BF16TileKernel tile_bf16 = nullptr;
+  RoundToBF16 round_to_bf16 = round_to_bf16_scalar;
   // Activation rows for the integer kernels (kernels/quantize_activations.h): the same bytes on
   // every table, faster where the ISA has a version.
   QuantizeQ8_0Row quantize_q8_0 = quantize_q8_0_row_scalar;

@@ -45,7 +45,14 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
   switch (w.type) {
     case GgmlType::F32: return kernels.dot_f32(reinterpret_cast<const float*>(row), x.f32 + t * k, k);
     case GgmlType::F16: return kernels.dot_f16_f32(reinterpret_cast<const uint16_t*>(row), x.f32 + t * k, k);
-    case GgmlType::BF16: return kernels.dot_bf16_f32(reinterpret_cast<const uint16_t*>(row), x.f32 + t * k, k);
+    case GgmlType::BF16: {
+      const uint16_t* w_row = reinterpret_cast<const uint16_t*>(row);
+      if (!x.bf16) return kernels.dot_bf16_f32(w_row, x.f32 + t * k, k);
+      const uint16_t* x_row = x.bf16 + t * k;  // the BF16 tiles' order (kernels/tile_bf16.h), one row and token
+      float out[kDotTokens * kMaxBF16TileRows];
+      kernels.tile_bf16(&w_row, 1, &w_row, &x_row, 1, k, out);
+      return out[0];
+    }
     case GgmlType::Q8_0:
       return kernels.dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(row), x.q8_0 + t * (k / kQK8_0), k / kQK8_0);
     case GgmlType::Q4_0:
@@ -86,10 +93,16 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
       scratch.q8_K.resize(static_cast<size_t>(n_tokens * nb));
       a.q8_K = scratch.q8_K.data();
       break;
-    case ActivationFormat::F32: return a;
+    case ActivationFormat::F32:
+      if (type != GgmlType::BF16 || !kernels.tile_bf16) return a;
+      scratch.bf16.resize(static_cast<size_t>(n_tokens * k));
+      a.bf16 = scratch.bf16.data();
+      break;
   }
   auto quantize_token = [&](int64_t t) {
-    if (format == ActivationFormat::Q8_0)
+    if (format == ActivationFormat::F32)
+      kernels.round_to_bf16(x + t * k, scratch.bf16.data() + t * k, k);
+    else if (format == ActivationFormat::Q8_0)
       kernels.quantize_q8_0(x + t * k, k, scratch.q8_0.data() + t * nb, scratch.q8_0_scale.data() + t * nb,
                             scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_sum.data() + t * nb * 8);
     else
@@ -154,7 +167,7 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
 }
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
-constexpr int64_t kF16RowTile = 48;  // the same for F16 tiles: a multiple of every f16_tile_rows()
+constexpr int64_t kF16RowTile = 48;  // the same for F16 and BF16 tiles: a multiple of every f16/bf16_tile_rows()
 
 // y[t0 .. t0+n) (n ≤ kDotTokens) for one row through the multi-token kernel; false when the table has none.
 bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& a,
@@ -183,26 +196,43 @@ bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r,
   }
 }
 
-// y[t0 .. t0+n, r_begin .. r_end) for F16 weights, f16_tile_rows(n) rows per kernel call.
-void run_f16_tiles(F16TileKernel kernel, const WeightMatrix& w, const float* x_f32, int64_t r_begin, int64_t r_end,
-                   int64_t t0, int n, float* y) {
+// y[t0 .. t0+n, r_begin .. r_end) through a register-tile kernel (F16 weights against f32
+// activations, or BF16 against BF16), tile_rows rows per kernel call.
+template <typename Activation, typename TileKernel>
+void run_row_tiles(TileKernel kernel, int tile_rows, const WeightMatrix& w, const Activation* activations,
+                   int64_t r_begin, int64_t r_end, int64_t t0, int n, float* y) {
+  constexpr int kMaxRows = 4;
+  static_assert(kMaxF16TileRows <= kMaxRows && kMaxBF16TileRows <= kMaxRows);
   const int64_t k = w.n_cols, m = w.n_rows;
-  const float* x[kDotTokens];
-  for (int j = 0; j < n; ++j) x[j] = x_f32 + (t0 + j) * k;
-  const int rows = f16_tile_rows(n);
-  float out[kMaxF16TileRows * kDotTokens];
-  for (int64_t r = r_begin; r < r_end; r += rows) {
-    const int n_rows = static_cast<int>(std::min<int64_t>(rows, r_end - r));
-    const uint16_t* w_rows[kMaxF16TileRows];
-    const uint16_t* ahead[kMaxF16TileRows];  // the next tile's rows, clamped to the matrix
+  const Activation* x[kDotTokens];
+  for (int j = 0; j < n; ++j) x[j] = activations + (t0 + j) * k;
+  float out[kMaxRows * kDotTokens];
+  for (int64_t r = r_begin; r < r_end; r += tile_rows) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(tile_rows, r_end - r));
+    const uint16_t* w_rows[kMaxRows];
+    const uint16_t* ahead[kMaxRows];  // the next tile's rows, clamped to the matrix
     for (int i = 0; i < n_rows; ++i) {
       w_rows[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
-      ahead[i] = reinterpret_cast<const uint16_t*>(w.row(std::min(r + rows + i, m - 1)));
+      ahead[i] = reinterpret_cast<const uint16_t*>(w.row(std::min(r + tile_rows + i, m - 1)));
     }
     kernel(w_rows, n_rows, ahead, x, n, k, out);
     for (int i = 0; i < n_rows; ++i)
       for (int j = 0; j < n; ++j) y[(t0 + j) * m + r + i] = out[i * kDotTokens + j];
   }
+}
+
+// The tile kernel of w's type for n tokens, run over rows [r_begin, r_end); false when there is none.
+bool run_tiles(const DotKernels& kernels, const WeightMatrix& w, const MatmulActivations& a, int64_t r_begin,
+               int64_t r_end, int64_t t0, int n, float* y) {
+  if (w.type == GgmlType::F16 && kernels.tile_f16_f32) {
+    run_row_tiles(kernels.tile_f16_f32, f16_tile_rows(n), w, a.f32, r_begin, r_end, t0, n, y);
+    return true;
+  }
+  if (w.type == GgmlType::BF16 && a.bf16) {
+    run_row_tiles(kernels.tile_bf16, bf16_tile_rows(n), w, a.bf16, r_begin, r_end, t0, n, y);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -321,18 +351,20 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     // entering OpenMP costs microseconds per call).
     const int n_shares = parallel ? n_threads : 1;
     run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
-      for (int64_t r = m * share / n_shares; r < m * (share + 1) / n_shares; ++r) y[r] = dot_row(kernels, w, r, a, 0);
+      const int64_t r_begin = m * share / n_shares, r_end = m * (share + 1) / n_shares;
+      if (w.type == GgmlType::BF16 && run_tiles(kernels, w, a, r_begin, r_end, 0, 1, y)) return;  // BF16 tiles: every count
+      for (int64_t r = r_begin; r < r_end; ++r) y[r] = dot_row(kernels, w, r, a, 0);
     });
     return;
   }
   // Several tokens: tiles of rows; within a tile, groups of up to kDotTokens tokens share each
   // loaded weight row (arithmetic intensity grows with the group; a verification pass of γ + 1
-  // ≤ 8 tokens reads each row once). F16 weights go through the register-blocked tile kernel
-  // where the table has one: a few rows at a time, so activations are reused across rows too.
+  // ≤ 8 tokens reads each row once). F16 and BF16 weights go through the register-blocked tile
+  // kernels where the table has them: a few rows at a time, so activations are reused across rows too.
   // Every y[t, r] is still the same reduction as a single-token dot, so results do not depend
   // on n_tokens.
-  const bool f16_tiles = w.type == GgmlType::F16 && kernels.tile_f16_f32 != nullptr;
-  const int64_t rows_per_task = f16_tiles ? kF16RowTile : kRowTile;
+  const bool tiles = (w.type == GgmlType::F16 && kernels.tile_f16_f32) || (w.type == GgmlType::BF16 && a.bf16);
+  const int64_t rows_per_task = tiles ? kF16RowTile : kRowTile;
   const int64_t n_tiles = (m + rows_per_task - 1) / rows_per_task;
   // Token groups of near-equal size (9 tokens: 5 + 4, not 8 + 1, whose lone token would take
   // the one-row-at-a-time path) — the tokens past the first group re-read the task's rows from L2.
@@ -342,10 +374,7 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size) {
       const int n = static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0));
-      if (f16_tiles) {
-        run_f16_tiles(kernels.tile_f16_f32, w, a.f32, r_begin, r_end, t0, n, y);
-        continue;
-      }
+      if (tiles && run_tiles(kernels, w, a, r_begin, r_end, t0, n, y)) continue;
       float out[kDotTokens];
       for (int64_t r = r_begin; r < r_end; ++r) {
         if (n > 1 && dot_row_tokens(kernels, w, r, a, t0, n, out)) {

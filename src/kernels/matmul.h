@@ -44,6 +44,7 @@ struct MatmulScratch {
   std::vector<float> q8_0_scale;  // [n_tokens, n_cols / 32] each Q8_0 block's d as f32 (packed kernels)
   std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
   std::vector<int32_t> q8_0_chunk_sum;  // [n_tokens, n_cols / 32, 8] Σ of each 4 consecutive quants
+  std::vector<uint16_t> bf16;           // [n_tokens, n_cols] activations rounded to BF16 (BF16 tiles)
 };
 
 // The activation format a weight type's dot product consumes.
@@ -59,6 +60,7 @@ struct MatmulActivations {
   const int32_t* q8_0_sum = nullptr;  // [n_tokens, n_cols / 32]
   const int32_t* q8_0_chunk_sum = nullptr;  // [n_tokens, n_cols / 32, 8]
   const BlockQ8_K* q8_K = nullptr;
+  const uint16_t* bf16 = nullptr;  // [n_tokens, n_cols], for BF16 weights where the table has BF16 tiles
 };
 // With a table, its quantizers (the same bytes on every table); without, the scalar ones.
 MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, const float* x, int64_t n_tokens, int64_t k,
