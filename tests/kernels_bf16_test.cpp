@@ -52,8 +52,12 @@ std::vector<uint16_t> random_bf16(size_t n, uint32_t seed) {
 
 TEST(BF16Tiles, TheTableHasThemExactlyWhereTheCpuDoes) {
   EXPECT_EQ(scalar_dot_kernels().tile_bf16, nullptr);
-  if (cpu_supports(Isa::Avx2)) EXPECT_EQ(avx2_dot_kernels().tile_bf16, nullptr);
-  if (cpu_supports(Isa::Avx512)) EXPECT_EQ(avx512_dot_kernels().tile_bf16 != nullptr, cpu_has_avx512_bf16());
+  if (cpu_supports(Isa::Avx2)) {
+    EXPECT_EQ(avx2_dot_kernels().tile_bf16, nullptr);
+  }
+  if (cpu_supports(Isa::Avx512)) {
+    EXPECT_EQ(avx512_dot_kernels().tile_bf16 != nullptr, cpu_has_avx512_bf16());
+  }
 }
 
 TEST(BF16Tiles, ReferenceFollowsTheInstructionsSteps) {
@@ -115,7 +119,9 @@ TEST(BF16Tiles, MatchTheReferenceForEveryTokenAndRowCount) {
     }
   }
   // Where the CPU has AVX512_BF16 the AVX-512 table must have been compared above.
-  if (cpu_supports(Isa::Avx512) && cpu_has_avx512_bf16()) EXPECT_EQ(tables_with_tiles, 1);
+  if (cpu_supports(Isa::Avx512) && cpu_has_avx512_bf16()) {
+    EXPECT_EQ(tables_with_tiles, 1);
+  }
 }
 
 TEST(BF16Tiles, EveryTableRoundsActivationsLikeTheScalarConversion) {
@@ -148,7 +154,8 @@ TEST(Matmul, BF16WeightsGiveTheTablesOrderForEveryNumberOfTokens) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> w(static_cast<size_t>(k * m));
   for (auto& h : w) h = f32_to_bf16(normal(rng));
-  WeightMatrix matrix{GgmlType::BF16, w.data(), k, m, static_cast<size_t>(k) * 2};
+  WeightMatrix matrix;
+  matrix.type = GgmlType::BF16, matrix.data = w.data(), matrix.n_cols = k, matrix.n_rows = m, matrix.row_bytes = static_cast<size_t>(k) * 2;
   std::vector<float> x(static_cast<size_t>(17 * k));
   for (auto& v : x) v = normal(rng);
   for (const DotKernels* table : supported_tables()) {

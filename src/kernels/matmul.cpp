@@ -368,7 +368,8 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
   const int64_t n_tiles = (m + rows_per_task - 1) / rows_per_task;
   // Token groups of near-equal size (9 tokens: 5 + 4, not 8 + 1, whose lone token would take
   // the one-row-at-a-time path) — the tokens past the first group re-read the task's rows from L2.
-  const int64_t n_groups = (n_tokens + kDotTokens - 1) / kDotTokens;
+  const int64_t max_group = (w.type == GgmlType::F16 && tiles) ? kF16TileTokens : kDotTokens;
+  const int64_t n_groups = (n_tokens + max_group - 1) / max_group;
   const int64_t group_size = (n_tokens + n_groups - 1) / n_groups;
   auto run_tile = [&](int64_t tile, int) {
     const int64_t r_begin = tile * rows_per_task, r_end = std::min(m, r_begin + rows_per_task);
