@@ -96,7 +96,7 @@ TEST(BF16Tiles, MatchTheReferenceForEveryTokenAndRowCount) {
   for (const DotKernels* table : supported_tables()) {
     if (!table->tile_bf16) continue;
     ++tables_with_tiles;
-    for (int64_t n : {1, 2, 17, 31, 32, 33, 63, 64, 65, 255, 2048 + 13}) {
+    for (int64_t n : {1, 2, 17, 31, 32, 33, 63, 64, 65, 255, 1037, 2048 + 13}) {
       const auto w = random_bf16(static_cast<size_t>(n * kMaxBF16TileRows), static_cast<uint32_t>(n));
       const auto x = random_bf16(static_cast<size_t>(n * kDotTokens), static_cast<uint32_t>(n + 7));
       for (int tokens = 1; tokens <= kDotTokens; ++tokens) {

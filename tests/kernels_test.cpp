@@ -278,7 +278,7 @@ TEST(F16Tiles, EveryRowAndTokenEqualsTheSingleDotBitForBit) {
   if (!cpu_supports(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512 (the tile is AVX-512 only)";
   const DotKernels& simd = dot_kernels_for(Isa::Avx512);
   ASSERT_TRUE(simd.tile_f16_f32 != nullptr);
-  for (int64_t n : {1, 8, 15, 16, 24, 40, 257, 2048}) {
+  for (int64_t n : {1, 8, 15, 16, 24, 40, 257, 1037, 2048}) {
     std::vector<std::vector<uint16_t>> rows(kMaxF16TileRows);
     const uint16_t* w[kMaxF16TileRows];
     for (int r = 0; r < kMaxF16TileRows; ++r) {
@@ -338,9 +338,9 @@ TEST_P(SimdDot, MultiTokenKQuantDotsEqualSingleCallsBitForBit) {
 }
 
 TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
-  // Batch invariance at the kernel level: y[t] computed among 13 tokens (a group of 8, then 5)
-  // equals y[t] alone. 100 rows: several row tiles (run in parallel), a partial last tile and
-  // partial F16 register tiles.
+  // Batch invariance at the kernel level: y[t] computed among 13 tokens (groups of 7 and 6; of 5, 5
+  // and 3 for F16) equals y[t] alone. 100 rows: several row tiles (run in parallel), a partial last tile
+  // and partial F16/BF16 register tiles.
   const int64_t k = 256, m = 100, n_tokens = 13;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
                         GgmlType::Q5_K, GgmlType::Q6_K}) {
