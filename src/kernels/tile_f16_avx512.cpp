@@ -6,8 +6,10 @@
 // positive in its own header), once per template instance.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "kernels/dispatch_tokens.h"
 #include "kernels/dot.h"
 #include "kernels/horizontal_sum_x86.h"
+#include "kernels/tile_rows.h"
 #include "kernels/tile_f16.h"
 
 #define NUCLEUS_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
@@ -22,16 +24,13 @@ NUCLEUS_AVX512 inline float reduce_halves(__m512 acc) {
   return horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi));
 }
 
-// R rows × N tokens; rows past n_rows repeat the last one (computed, not stored).
+// R rows × N tokens (kernels/tile_rows.h: a partial tile repeats its last row).
 template <int R, int N>
 NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const uint16_t* const* ahead_rows,
                          const float* const* x, int64_t n, float* out) {
-  const uint16_t* w[R];
-  const uint16_t* ahead[R];
-  for (int r = 0; r < R; ++r) {
-    w[r] = rows[r < n_rows ? r : n_rows - 1];
-    ahead[r] = ahead_rows[r < n_rows ? r : n_rows - 1];
-  }
+  const TileRows<R> tile_rows(rows, n_rows, ahead_rows);
+  const uint16_t* const* w = tile_rows.w;
+  const uint16_t* const* ahead = tile_rows.ahead;
   __m512 acc[R][N];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < N; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -84,16 +83,7 @@ NUCLEUS_AVX512 void tile_tokens(const uint16_t* const* w, int n_rows, const uint
 NUCLEUS_AVX512 void tile_f16_f32_avx512(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead,
                                         const float* const* x, int n_tokens, int64_t n, float* out) {
   static_assert(kDotTokens == 8);
-  switch (n_tokens) {
-    case 1: return tile_tokens<1>(w, n_rows, ahead, x, n, out);
-    case 2: return tile_tokens<2>(w, n_rows, ahead, x, n, out);
-    case 3: return tile_tokens<3>(w, n_rows, ahead, x, n, out);
-    case 4: return tile_tokens<4>(w, n_rows, ahead, x, n, out);
-    case 5: return tile_tokens<5>(w, n_rows, ahead, x, n, out);
-    case 6: return tile_tokens<6>(w, n_rows, ahead, x, n, out);
-    case 7: return tile_tokens<7>(w, n_rows, ahead, x, n, out);
-    default: return tile_tokens<8>(w, n_rows, ahead, x, n, out);
-  }
+  NUCLEUS_DISPATCH_TOKENS(tile_tokens, w, n_rows, ahead, x, n, out)
 }
 
 }  // namespace nucleus

@@ -1,0 +1,17 @@
+// NUCLEUS_DISPATCH_TOKENS(kernel, args...): `return kernel<N>(args...)` for N = n_tokens (a variable
+// in scope, 1 ≤ n_tokens ≤ kDotTokens = 8; more counts as 8), so a kernel templated on its token
+// count is instantiated once per count and chosen at run time. Used inside functions that carry a
+// target attribute, which a lambda would not inherit — hence a macro.
+#pragma once
+
+#define NUCLEUS_DISPATCH_TOKENS(kernel, ...) \
+  switch (n_tokens) {                        \
+    case 1: return kernel<1>(__VA_ARGS__);   \
+    case 2: return kernel<2>(__VA_ARGS__);   \
+    case 3: return kernel<3>(__VA_ARGS__);   \
+    case 4: return kernel<4>(__VA_ARGS__);   \
+    case 5: return kernel<5>(__VA_ARGS__);   \
+    case 6: return kernel<6>(__VA_ARGS__);   \
+    case 7: return kernel<7>(__VA_ARGS__);   \
+    default: return kernel<8>(__VA_ARGS__);  \
+  }
