@@ -16,4 +16,10 @@ __attribute__((target("avx"))) inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
+// 16 lanes: lane[i] + lane[i + 8] first (a 512-bit accumulator's two halves), then the above.
+__attribute__((target("avx512f"))) inline float horizontal_sum_halves(__m512 v) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
+}
+
 }  // namespace nucleus

@@ -24,11 +24,6 @@ bool cpu_has_avx512_bf16() {
 
 namespace {
 
-NUCLEUS_AVX512_BF16 inline float reduce_lanes(__m512 acc) {
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-  return horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi));
-}
-
 NUCLEUS_AVX512_BF16 inline __m512 dot_step(__m512 acc, __m512i w, __m512i x) {
   return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
 }
@@ -66,7 +61,7 @@ NUCLEUS_AVX512_BF16 void tile(const uint16_t* const* rows, int n_rows, const uin
     }
   }
   for (int r = 0; r < n_rows && r < R; ++r)
-    for (int j = 0; j < N; ++j) out[r * kDotTokens + j] = reduce_lanes(acc[r][j]);
+    for (int j = 0; j < N; ++j) out[r * kDotTokens + j] = horizontal_sum_halves(acc[r][j]);
 }
 
 template <int N>

@@ -18,12 +18,6 @@ namespace nucleus {
 
 namespace {
 
-// acc0 + acc1 of dot_x86.inc's two 8-lane accumulators, then the same reduction.
-NUCLEUS_AVX512 inline float reduce_halves(__m512 acc) {
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-  return horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi));
-}
-
 // R rows × N tokens (kernels/tile_rows.h: a partial tile repeats its last row).
 template <int R, int N>
 NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const uint16_t* const* ahead_rows,
@@ -65,7 +59,7 @@ NUCLEUS_AVX512 void tile(const uint16_t* const* rows, int n_rows, const uint16_t
   }
   for (int r = 0; r < n_rows && r < R; ++r) {
     for (int j = 0; j < N; ++j) {
-      float sum = reduce_halves(acc[r][j]);
+      float sum = horizontal_sum_halves(acc[r][j]);
       for (int64_t t = i; t < n; ++t) sum += _cvtsh_ss(w[r][t]) * x[j][t];
       out[r * kDotTokens + j] = sum;
     }
