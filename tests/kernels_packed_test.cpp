@@ -50,7 +50,7 @@ TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
   int compared = 0;
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
     for (int64_t m : {1, 16, 37}) {
-      for (int64_t k : {32, 96, 288}) {
+      for (int64_t k : {32, 64, 96, 288, 2048}) {  // odd and even block counts (blocks are stored in pairs)
         StoredMatrix unpacked = random_matrix(type, m, k, static_cast<uint32_t>(m * 1000 + k));
         WeightMatrix packed = unpacked.w;
         pack_weights(packed, 2);

@@ -33,13 +33,11 @@ NUCLEUS_AVX2 void half_group_tokens(const PackedRows& w, int64_t g, int half, co
                                      float* out) {
   constexpr int kShift = kQ4 ? 3 : 7;
   const __m256i low = _mm256_set1_epi8(0x0f);
-  const uint8_t* qs = w.group_qs(g) + 32 * half;
-  const uint16_t* scales = w.group_scales(g) + 8 * half;
   const int64_t nb = x.n_blocks;
   __m256 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* block = qs + static_cast<size_t>(b) * w.qs_block_bytes;
+    const uint8_t* block = w.block_qs(g, b) + 32 * half;
     __m256i lo[8], hi[8];  // Q4_0: lo only (the nibble values); Q8_0: low and high nibbles
     if constexpr (kQ4) {
       for (int c = 0; c < 4; ++c) {
@@ -54,7 +52,7 @@ NUCLEUS_AVX2 void half_group_tokens(const PackedRows& w, int64_t g, int half, co
         hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows)));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.block_scales(g, b) + 8 * half)));
     for (int t = 0; t < N; ++t) {
       const int64_t i = (t0 + t) * nb + b;
       __m256i xb[8];
@@ -76,15 +74,13 @@ NUCLEUS_AVX2 void q8_0_lanes_half(const PackedRows& w, int64_t g, int half, cons
                                   float* out) {
   const __m256i low = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
-  const uint8_t* qs = w.group_qs(g) + 32 * half;
-  const uint16_t* scales = w.group_scales(g) + 8 * half;
   const int64_t nb = x.n_blocks;
   __m256 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* block = qs + static_cast<size_t>(b) * w.qs_block_bytes;
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows)));
+    const uint8_t* block = w.block_qs(g, b) + 32 * half;
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.block_scales(g, b) + 8 * half)));
     for (int t = 0; t < N; ++t) {
       const int64_t i = (t0 + t) * nb + b;
       const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(x.scale[i]));

@@ -33,28 +33,34 @@ NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
   }
 }
 
-constexpr int64_t kQ4PrefetchBlocks = 8;  // 2 KiB ahead of the block being read (one-token calls)
+// Block b of a group laid out as packed_rows.h says: pairs of (quants, quants, scales, scales).
+template <bool kQ4>
+struct PairedBlocks {
+  static constexpr size_t kQsBytes = kQ4 ? 256 : 512;
+  static constexpr size_t kPairBytes = 2 * kQsBytes + 4 * kPackRows;
+  const uint8_t* base;
+  const uint8_t* qs(size_t b) const { return base + (b / 2) * kPairBytes + (b % 2) * kQsBytes; }
+  const uint16_t* scales(size_t b) const {
+    return reinterpret_cast<const uint16_t*>(base + (b / 2) * kPairBytes + 2 * kQsBytes) + (b % 2) * kPackRows;
+  }
+};
+
+// No software prefetch: with the scales beside their quants a group is one forward stream, which
+// the hardware prefetchers follow. (With all scales after the quants, asking 2 KiB ahead had
+// taken one-token calls from 14.6 to 16.4 GB/s; on this layout the kernel streams 25-27 GB/s on
+// one core and 32-47 on two either way, kernels_bench stream/Q4_0|Q8_0/avx512, Zen 5.)
 
 template <bool kQ4, int N>
 NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   constexpr int kShift = kQ4 ? 3 : 7;  // offset 8 or 128 of the unsigned quants
-  const uint8_t* qs = w.group_qs(g);
-  const uint16_t* scales = w.group_scales(g);
+  const PairedBlocks<kQ4> blocks{w.block_qs(g, 0)};
   const int64_t nb = x.n_blocks;
   __m512 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m512i wq[8];
-    if constexpr (N == 1) {
-      // Decode: as for Q8_0 below, the prefetchers alone leave the stream short. Measured with
-      // kernels_bench stream/Q4_0/avx512 (64 matrices from DRAM, Zen 5, 6 alternating rounds,
-      // medians): 1 thread 14.6 -> 16.4 GB/s, 2 threads 24 -> 28; 4 KiB and 8 KiB ahead into L2 were
-      // no better, and cache-resident multi-token calls only lost by it (so one token only).
-      const uint8_t* ahead = qs + static_cast<size_t>(b + kQ4PrefetchBlocks) * w.qs_block_bytes;
-      for (int k = 0; k < (kQ4 ? 4 : 8); ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * k), _MM_HINT_T0);
-    }
-    load_block<kQ4>(qs + static_cast<size_t>(b) * w.qs_block_bytes, wq);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+    load_block<kQ4>(blocks.qs(b), wq);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blocks.scales(b))));
     for (int t = 0; t < N; ++t) {
       const int64_t i = (t0 + t) * nb + b;
       const int8_t* xq = x.blocks[i].qs;
@@ -74,30 +80,19 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
   for (int t = 0; t < N; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
 }
 
-constexpr int64_t kQ8PrefetchBlocks = 6;  // 3 KiB ahead of the block being read
-
 // Q8_0 in lane order (see packed_dot.h): one float accumulator per 4-column chunk and token, so
 // two tokens fill 16 of the 32 registers.
 template <int N>
 NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
-  const uint8_t* qs = w.group_qs(g);
-  const uint16_t* scales = w.group_scales(g);
+  const PairedBlocks<false> blocks{w.block_qs(g, 0)};
   const int64_t nb = x.n_blocks;
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m512i wq[8];
-    if constexpr (N == 1) {
-      // Decode streams each weight once: the hardware prefetchers alone left one core at ~15 GB/s
-      // on this layout (the row-major kernel reached ~21); asking for the block kQ8PrefetchBlocks
-      // ahead took 2-thread Q8_0 decode from ~20 to ~27-30 tok/s (docs/BENCHMARKS.md). Prefetches
-      // past the matrix's end are harmless (they never fault) and change no result.
-      const uint8_t* ahead = qs + static_cast<size_t>(b + kQ8PrefetchBlocks) * w.qs_block_bytes;
-      for (int k = 0; k < 8; ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * k), _MM_HINT_T0);
-    }
-    load_block<false>(qs + static_cast<size_t>(b) * w.qs_block_bytes, wq);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+    load_block<false>(blocks.qs(b), wq);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blocks.scales(b))));
     for (int t = 0; t < N; ++t) {
       const int64_t i = (t0 + t) * nb + b;
       const int8_t* xq = x.blocks[i].qs;

@@ -38,28 +38,28 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
   p->n_blocks = w.n_cols / 32;
   p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
-  p->group_bytes = (static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows) + 63) / 64 * 64;
+  p->pair_bytes = 2 * (p->qs_block_bytes + 2 * kPackRows);
+  p->group_bytes = static_cast<size_t>((p->n_blocks + 1) / 2) * p->pair_bytes;
   // Huge pages (core/weight_memory.h): a 1 GB model then also takes ~500 page faults to pack, not
   // ~250,000 (which cost seconds in a VM), and decode streams through 2 MiB pages.
   const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
   p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
   PackedRows& out = *p;
-  const size_t raw = static_cast<size_t>(p->n_blocks) * (p->qs_block_bytes + 2 * kPackRows);
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
   for (int64_t g = 0; g < out.n_groups; ++g) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
-    // The last group's padding rows (and the alignment gap) must be zero quants and zero scales.
-    if ((g + 1) * kPackRows > out.n_rows || out.group_bytes != raw) std::memset(base, 0, out.group_bytes);
-    uint16_t* scales = reinterpret_cast<uint16_t*>(base + static_cast<size_t>(out.n_blocks) * out.qs_block_bytes);
+    // The last group's padding rows (and the block after an odd count) must be zero quants and zero scales.
+    if ((g + 1) * kPackRows > out.n_rows || out.n_blocks % 2 != 0) std::memset(base, 0, out.group_bytes);
     for (int row = 0; row < kPackRows; ++row) {
       const int64_t r = g * kPackRows + row;
       if (r >= out.n_rows) break;
       for (int64_t b = 0; b < out.n_blocks; ++b) {
-        uint8_t* qs = base + static_cast<size_t>(b) * out.qs_block_bytes;
+        uint8_t* qs = out.data.get() + out.qs_offset(g, b);
+        uint16_t* scales = reinterpret_cast<uint16_t*>(out.data.get() + out.scales_offset(g, b));
         if (out.type == GgmlType::Q4_0)
-          pack_block_q4_0(reinterpret_cast<const BlockQ4_0*>(w.row(r))[b], row, qs, scales + b * kPackRows);
+          pack_block_q4_0(reinterpret_cast<const BlockQ4_0*>(w.row(r))[b], row, qs, scales);
         else
-          pack_block_q8_0(reinterpret_cast<const BlockQ8_0*>(w.row(r))[b], row, qs, scales + b * kPackRows);
+          pack_block_q8_0(reinterpret_cast<const BlockQ8_0*>(w.row(r))[b], row, qs, scales);
       }
     }
   }

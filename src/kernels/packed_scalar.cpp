@@ -18,16 +18,14 @@ uint8_t stored_q8_0(const uint8_t* qs, int row, int col) { return qs[64 * (col /
 
 // Q8_0 in lane order: 8 lanes of 4 columns each, reduced pairwise at the end.
 void packed_q8_0_lanes(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n_tokens, float* out) {
-  const uint8_t* qs = w.group_qs(g);
-  const uint16_t* scales = w.group_scales(g);
   for (int t = 0; t < n_tokens; ++t) {
     const int64_t base = (t0 + t) * x.n_blocks;
     for (int row = 0; row < kPackRows; ++row) {
       float lanes[8] = {};
       for (int64_t b = 0; b < x.n_blocks; ++b) {
-        const uint8_t* block = qs + static_cast<size_t>(b) * w.qs_block_bytes;
+        const uint8_t* block = w.block_qs(g, b);
         const int8_t* xq = x.blocks[base + b].qs;
-        const float d = f16_to_f32(scales[b * kPackRows + row]) * x.scale[base + b];
+        const float d = f16_to_f32(w.block_scales(g, b)[row]) * x.scale[base + b];
         for (int l = 0; l < 8; ++l) {
           int32_t sum = -128 * x.chunk_sum[(base + b) * 8 + l];
           for (int col = 4 * l; col < 4 * l + 4; ++col) sum += static_cast<int32_t>(stored_q8_0(block, row, col)) * xq[col];
@@ -43,20 +41,18 @@ void packed_q8_0_lanes(const PackedRows& w, int64_t g, const PackedActivations& 
 template <bool kQ4>
 void packed_scalar(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n_tokens, float* out) {
   const int32_t offset = kQ4 ? 8 : 128;
-  const uint8_t* qs = w.group_qs(g);
-  const uint16_t* scales = w.group_scales(g);
   for (int t = 0; t < n_tokens; ++t) {
     const int64_t base = (t0 + t) * x.n_blocks;
     for (int row = 0; row < kPackRows; ++row) {
       float acc = 0.0f;
       for (int64_t b = 0; b < x.n_blocks; ++b) {
-        const uint8_t* block = qs + static_cast<size_t>(b) * w.qs_block_bytes;
+        const uint8_t* block = w.block_qs(g, b);
         const int8_t* xq = x.blocks[base + b].qs;
         int32_t sum = 0;
         for (int col = 0; col < 32; ++col)
           sum += static_cast<int32_t>(kQ4 ? stored_q4_0(block, row, col) : stored_q8_0(block, row, col)) * xq[col];
         sum -= offset * x.sum[base + b];
-        const float d = f16_to_f32(scales[b * kPackRows + row]) * x.scale[base + b];
+        const float d = f16_to_f32(w.block_scales(g, b)[row]) * x.scale[base + b];
         acc = std::fma(static_cast<float>(sum), d, acc);
       }
       out[t * kPackRows + row] = acc;
