@@ -352,9 +352,9 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     const int n_shares = parallel ? n_threads : 1;
     run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
       const int64_t r_begin = m * share / n_shares, r_end = m * (share + 1) / n_shares;
-      // F16 and BF16 tiles for one token too: a lone row's dot is two accumulator chains long (latency-bound),
-      // a tile runs one chain per row side by side with the same per-row order.
-      if ((w.type == GgmlType::BF16 || w.type == GgmlType::F16) && run_tiles(kernels, w, a, r_begin, r_end, 0, 1, y)) return;
+      // The F16 and BF16 tiles (where the table has them) for one token too: a lone F16 row's dot is two
+      // dependent accumulator chains (latency-bound); a tile runs its rows' chains side by side, same order per row.
+      if (run_tiles(kernels, w, a, r_begin, r_end, 0, 1, y)) return;
       for (int64_t r = r_begin; r < r_end; ++r) y[r] = dot_row(kernels, w, r, a, 0);
     });
     return;

@@ -33,16 +33,13 @@ NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
   }
 }
 
-// Block b of a group laid out as packed_rows.h says: pairs of (quants, quants, scales, scales).
+// Block b of a group (packed_rows.h), with the quant size known at compile time.
 template <bool kQ4>
 struct PairedBlocks {
   static constexpr size_t kQsBytes = kQ4 ? 256 : 512;
-  static constexpr size_t kPairBytes = 2 * kQsBytes + 4 * kPackRows;
-  const uint8_t* base;
-  const uint8_t* qs(size_t b) const { return base + (b / 2) * kPairBytes + (b % 2) * kQsBytes; }
-  const uint16_t* scales(size_t b) const {
-    return reinterpret_cast<const uint16_t*>(base + (b / 2) * kPairBytes + 2 * kQsBytes) + (b % 2) * kPackRows;
-  }
+  const uint8_t* group;
+  const uint8_t* qs(size_t b) const { return group + packed_qs_offset(b, kQsBytes); }
+  const uint16_t* scales(size_t b) const { return reinterpret_cast<const uint16_t*>(group + packed_scales_offset(b, kQsBytes)); }
 };
 
 // No software prefetch: with the scales beside their quants a group is one forward stream, which
@@ -53,7 +50,7 @@ struct PairedBlocks {
 template <bool kQ4, int N>
 NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   constexpr int kShift = kQ4 ? 3 : 7;  // offset 8 or 128 of the unsigned quants
-  const PairedBlocks<kQ4> blocks{w.block_qs(g, 0)};
+  const PairedBlocks<kQ4> blocks{w.group(g)};
   const int64_t nb = x.n_blocks;
   __m512 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
@@ -84,7 +81,7 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
 // two tokens fill 16 of the 32 registers.
 template <int N>
 NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
-  const PairedBlocks<false> blocks{w.block_qs(g, 0)};
+  const PairedBlocks<false> blocks{w.group(g)};
   const int64_t nb = x.n_blocks;
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)

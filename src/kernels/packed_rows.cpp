@@ -38,8 +38,7 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
   p->n_blocks = w.n_cols / 32;
   p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
-  p->pair_bytes = 2 * (p->qs_block_bytes + 2 * kPackRows);
-  p->group_bytes = static_cast<size_t>((p->n_blocks + 1) / 2) * p->pair_bytes;
+  p->group_bytes = static_cast<size_t>((p->n_blocks + 1) / 2) * packed_pair_bytes(p->qs_block_bytes);
   // Huge pages (core/weight_memory.h): a 1 GB model then also takes ~500 page faults to pack, not
   // ~250,000 (which cost seconds in a VM), and decode streams through 2 MiB pages.
   const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
@@ -54,8 +53,8 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
       const int64_t r = g * kPackRows + row;
       if (r >= out.n_rows) break;
       for (int64_t b = 0; b < out.n_blocks; ++b) {
-        uint8_t* qs = out.data.get() + out.qs_offset(g, b);
-        uint16_t* scales = reinterpret_cast<uint16_t*>(out.data.get() + out.scales_offset(g, b));
+        uint8_t* qs = base + packed_qs_offset(static_cast<size_t>(b), out.qs_block_bytes);
+        uint16_t* scales = reinterpret_cast<uint16_t*>(base + packed_scales_offset(static_cast<size_t>(b), out.qs_block_bytes));
         if (out.type == GgmlType::Q4_0)
           pack_block_q4_0(reinterpret_cast<const BlockQ4_0*>(w.row(r))[b], row, qs, scales);
         else

@@ -34,27 +34,32 @@ struct WeightMatrix;
 constexpr int kPackRows = 16;    // rows per group (lanes of a 512-bit register of int32)
 constexpr int kPackTokens = 8;   // tokens a kernel call keeps in registers
 
+// Where block b of a row group sits, from the group's start, for qs_bytes of quants per block
+// (256 for Q4_0, 512 for Q8_0): the one definition of the layout above, used by the packer and
+// every kernel (the AVX-512 ones with qs_bytes a compile-time constant). Unsigned b: halving it is a shift.
+constexpr size_t packed_pair_bytes(size_t qs_bytes) { return 2 * qs_bytes + 4 * kPackRows; }
+constexpr size_t packed_qs_offset(size_t b, size_t qs_bytes) {
+  return (b / 2) * packed_pair_bytes(qs_bytes) + (b % 2) * qs_bytes;
+}
+constexpr size_t packed_scales_offset(size_t b, size_t qs_bytes) {
+  return (b / 2) * packed_pair_bytes(qs_bytes) + 2 * qs_bytes + (b % 2) * 2 * kPackRows;
+}
+
 struct PackedRows {
   GgmlType type = GgmlType::Q4_0;  // the stored type the quants came from
   int64_t n_rows = 0, n_cols = 0;
   int64_t n_groups = 0, n_blocks = 0;  // row groups; blocks of 32 columns per row
   size_t qs_block_bytes = 0;           // 256 (Q4_0) or 512 (Q8_0)
-  size_t pair_bytes = 0;               // two blocks' quants and scales: 2 · qs_block_bytes + 64
   size_t group_bytes = 0;              // one group: ceil(n_blocks / 2) pairs, a multiple of 64
   std::shared_ptr<uint8_t> data;        // 64-byte aligned, on huge pages when large or from an arena
 
-  // Byte offsets into data of block b of group g: its quants (64-byte aligned) and its 16 scales (32-byte aligned).
-  size_t qs_offset(int64_t g, int64_t b) const {
-    return static_cast<size_t>(g) * group_bytes + static_cast<size_t>(b / 2) * pair_bytes +
-           static_cast<size_t>(b % 2) * qs_block_bytes;
+  const uint8_t* group(int64_t g) const { return data.get() + static_cast<size_t>(g) * group_bytes; }
+  // Block b of group g: its quants (64-byte aligned) and its 16 scales (32-byte aligned).
+  const uint8_t* block_qs(int64_t g, int64_t b) const {
+    return group(g) + packed_qs_offset(static_cast<size_t>(b), qs_block_bytes);
   }
-  size_t scales_offset(int64_t g, int64_t b) const {
-    return static_cast<size_t>(g) * group_bytes + static_cast<size_t>(b / 2) * pair_bytes + 2 * qs_block_bytes +
-           static_cast<size_t>(b % 2) * 2 * kPackRows;
-  }
-  const uint8_t* block_qs(int64_t g, int64_t b) const { return data.get() + qs_offset(g, b); }
   const uint16_t* block_scales(int64_t g, int64_t b) const {
-    return reinterpret_cast<const uint16_t*>(data.get() + scales_offset(g, b));
+    return reinterpret_cast<const uint16_t*>(group(g) + packed_scales_offset(static_cast<size_t>(b), qs_block_bytes));
   }
 };
 
