@@ -48,7 +48,7 @@ struct BenchMatrix {
     const auto values = normal_values(static_cast<size_t>(kCols), 1);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data(), bytes.data() + r * row_bytes, kCols);
     w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
-    pack_weights(w, 1, arena);
+    pack_weights(w, 1, arena, select_dot_kernels());  // Q4_K is packed where the best table has its kernel
     if (arena && !w.packed) copy_to_weight_memory(w, arena);
   }
 };

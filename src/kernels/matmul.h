@@ -20,8 +20,8 @@ struct WeightMatrix {
   int64_t n_cols = 0;     // input features (k)
   int64_t n_rows = 0;     // output features (m)
   size_t row_bytes = 0;   // bytes per stored row
-  // Q4_0 / Q8_0: the same rows re-laid out for SIMD across rows (pack_weights); matmul uses it when
-  // present. Shared, so copies of a model's weights share one packing.
+  // Q4_0 / Q8_0 / Q4_K: the same rows re-laid out for SIMD across rows (pack_weights); matmul uses
+  // it when present and the table has its kernel. Shared, so copies of a model's weights share one packing.
   std::shared_ptr<const PackedRows> packed;
   // The memory `data` points into after copy_to_weight_memory (null while it is the file's).
   std::shared_ptr<const uint8_t> copy;
@@ -75,9 +75,14 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
 void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             int n_threads, MatmulScratch& scratch);
 
-// Packs w's rows for the packed kernels when its type has them (Q4_0, Q8_0); otherwise a no-op.
+// Whether pack_weights packs a matrix of this type for this table: Q4_0 and Q8_0 always (every
+// table has their packed kernels), Q4_K where the table has packed_q4_K.
+bool packable(GgmlType type, const DotKernels& kernels);
+// Packs w's rows for the packed kernels when packable(w.type, kernels); otherwise a no-op.
 // The packing's memory comes from `arena` when given (a model's weights share huge pages).
-void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
+// A packed matrix's row-major rows stay where they were: the tables without its packed kernel read them.
+void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena = nullptr,
+                  const DotKernels& kernels = scalar_dot_kernels());
 
 // Moves a large matrix into weight memory (core/weight_memory.h: huge pages) by copying its rows;
 // w.data then points at the copy. Returns false, changing nothing, for one too small to gain

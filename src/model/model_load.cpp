@@ -251,22 +251,25 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   for (const LayerSpec& l : hp.layers) widest_head = std::max(widest_head, l.head_dim);
   model->ones_.assign(static_cast<size_t>(widest_head), 1.0f);
 
-  // Q4_0 / Q8_0 matrices get a copy laid out for SIMD across rows (kernels/packed_rows.h); other
-  // large ones of a mapped file a plain copy on huge pages (core/weight_memory.h; an in-memory
-  // image already is anonymous memory, and copying would double it). The token embeddings stay as
-  // stored (rows are looked up, not multiplied), unless one is the output.
+  // Q4_0 / Q8_0 matrices (and Q4_K where the kernel table has its packed kernel) get a copy laid
+  // out for SIMD across rows (kernels/packed_rows.h, packed_q4_k.h); other large ones of a mapped
+  // file a plain copy on huge pages (core/weight_memory.h; an in-memory image already is anonymous
+  // memory, and copying would double it). The token embeddings stay as stored (rows are looked up,
+  // not multiplied), unless one is the output.
   const int pack_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // The stored bytes of a moved matrix are not read again, so the process lets go of those pages.
+  // The stored bytes of a moved matrix are not read again (a packed Q4_K matrix's only by prefill,
+  // which maps them back from the page cache), so the process lets go of those pages.
   std::vector<WeightMatrix*> matrices;
   for (LayerWeights& L : w.layers)
     for (WeightMatrix* m : L.matrices()) matrices.push_back(m);
   matrices.push_back(&w.output);
   if (w.per_layer_model_proj.data) matrices.push_back(&w.per_layer_model_proj);
   // Every matrix of a mapped file: from the arena even the small ones stream from 2 MiB pages.
-  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type) && file->mapped(); };
+  const DotKernels& kernels = select_dot_kernels();
+  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type, kernels) && file->mapped(); };
   size_t moving = 0;
   for (const WeightMatrix* m : matrices)
-    if (packable(m->type) || will_copy(*m)) moving += m->bytes();
+    if (packable(m->type, kernels) || will_copy(*m)) moving += m->bytes();
   // The weights are read on every token: they must fit in memory (ModelLoadOptions).
   const size_t tensor_bytes = file->file_size() - std::min(file->file_size(), file->data_offset());
   const size_t available = options.available_memory > 0 ? options.available_memory : available_memory_bytes();
@@ -282,14 +285,14 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   WeightArena arena(moving + 64 * matrices.size() + 64 * kPackRows * 1024);
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
-    pack_weights(m, pack_threads, &arena);
+    pack_weights(m, pack_threads, &arena, kernels);
     const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m, &arena));
     if (moved && stored != w.token_embd.data) file->release_pages(stored, m.bytes());
   };
   if (model->weights_moved_)
     for (WeightMatrix* m : matrices) settle(*m);
   model->file_ = std::move(file);
-  model->kernels_ = &select_dot_kernels();
+  model->kernels_ = &kernels;
   return model;
 }
 

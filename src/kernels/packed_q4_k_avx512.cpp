@@ -1,0 +1,113 @@
+// Packed Q4_K row groups (kernels/packed_q4_k.h) against Q8_K activations with AVX-512 VNNI.
+//
+// Register lane r is row 16·g + r throughout. Per block and lane k (0..7) of llama.cpp's AVX2 order,
+// the integer lane sum Σ over the 8 runs of scale · (products at positions 4k..4k+3 of the run) is
+// found for all 16 rows at once: VPMADDUBSW against 4 broadcast activation bytes (two 16-bit sums
+// per row) and VPDPWSSD with the run's scale in both halves of the row's lane. The float steps are
+// dot_scalar.cpp's: lane k's float accumulator gets fma(x.d · w.d, lane), the 4 mins lanes
+// fma(−x.d · w.dmin, Σ min · sub-block sum), and at the end the same reductions — here across
+// registers instead of within one — so every row's result is the row-major kernels' bits.
+#include <immintrin.h>
+
+#include "kernels/kquant_values_avx512.h"
+#include "kernels/packed_q4_k.h"
+
+namespace nucleus {
+
+namespace {
+
+// Byte 4j and 4j + 2 of each 128-bit lane L take byte 4L + j of a broadcast 16-byte row vector;
+// bytes 4j + 1 and 4j + 3 are zero: row r's scale s as the 16-bit pair (s, s) in 32-bit lane r.
+NUCLEUS_VNNI512 inline __m512i scale_pair_index() {
+  alignas(64) int8_t idx[64];
+  for (int lane = 0; lane < 4; ++lane)
+    for (int j = 0; j < 4; ++j) {
+      int8_t* p = idx + 16 * lane + 4 * j;
+      p[0] = p[2] = static_cast<int8_t>(4 * lane + j);
+      p[1] = p[3] = static_cast<int8_t>(0x80);
+    }
+  return _mm512_load_si512(idx);
+}
+
+NUCLEUS_VNNI512 inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <int N>
+NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i pair_index = scale_pair_index();
+  __m512 acc[N][8], acc_m[N][4];
+  for (int t = 0; t < N; ++t) {
+    for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();
+    for (int i = 0; i < 4; ++i) acc_m[t][i] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = group + static_cast<size_t>(b) * kPackedQ4KBlockBytes;
+    __m512i scale[8];
+    for (int s = 0; s < 8; ++s) {
+      const __m128i row_scales = _mm_load_si128(reinterpret_cast<const __m128i*>(block + kPackedQ4KScalesOffset + 16 * s));
+      scale[s] = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(row_scales), pair_index);
+    }
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDOffset)));
+    __m512 d[N];
+    for (int t = 0; t < N; ++t) d[t] = _mm512_mul_ps(_mm512_set1_ps(x[t][b].d), wd);
+    for (int k = 0; k < 8; ++k) {
+      __m512i lanes[N];
+      for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        const __m512i q = _mm512_load_si512(block + 64 * (4 * k + c));
+        const __m512i lo = _mm512_and_si512(q, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        for (int t = 0; t < N; ++t) {
+          const int8_t* xq = x[t][b].qs + 64 * c + 4 * k;
+          lanes[t] = _mm512_dpwssd_epi32(lanes[t], _mm512_maddubs_epi16(lo, broadcast4(xq)), scale[2 * c]);
+          lanes[t] = _mm512_dpwssd_epi32(lanes[t], _mm512_maddubs_epi16(hi, broadcast4(xq + 32)), scale[2 * c + 1]);
+        }
+      }
+      for (int t = 0; t < N; ++t) acc[t][k] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lanes[t]), acc[t][k]);
+    }
+    const __m512 wdmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDminOffset)));
+    __m512i mins[4];
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KMinsOffset + 32 * i)));
+    for (int t = 0; t < N; ++t) {
+      // The 8 sub-block sums as 16-bit values; 32-bit element i is the pair of runs 2i, 2i + 1.
+      const int16_t* bsums = x[t][b].bsums;
+      const __m128i sums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-x[t][b].d), wdmin);
+      const __m512i pair_sums[4] = {_mm512_broadcastd_epi32(sums), _mm512_broadcastd_epi32(_mm_srli_si128(sums, 4)),
+                                    _mm512_broadcastd_epi32(_mm_srli_si128(sums, 8)),
+                                    _mm512_broadcastd_epi32(_mm_srli_si128(sums, 12))};
+      for (int i = 0; i < 4; ++i)
+        acc_m[t][i] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(_mm512_madd_epi16(mins[i], pair_sums[i])), acc_m[t][i]);
+    }
+  }
+  for (int t = 0; t < N; ++t) {
+    // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus (m0 + m2) + (m1 + m3).
+    const __m512 even = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6]));
+    const __m512 odd = _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7]));
+    const __m512 m = _mm512_add_ps(_mm512_add_ps(acc_m[t][0], acc_m[t][2]), _mm512_add_ps(acc_m[t][1], acc_m[t][3]));
+    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(_mm512_add_ps(even, odd), m));
+  }
+}
+
+}  // namespace
+
+NUCLEUS_VNNI512 void packed_q4_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out) {
+  const uint8_t* group = w.group(g);
+  while (n_tokens > 0) {
+    switch (n_tokens) {
+      case 1: q4_K_group<1>(group, w.n_blocks, x, out); return;
+      case 2: q4_K_group<2>(group, w.n_blocks, x, out); return;
+      case 3: q4_K_group<3>(group, w.n_blocks, x, out); return;
+      default: q4_K_group<4>(group, w.n_blocks, x, out); break;
+    }
+    x += 4, out += 4 * kPackRows, n_tokens -= 4;
+  }
+}
+
+}  // namespace nucleus
