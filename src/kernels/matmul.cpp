@@ -333,7 +333,11 @@ void matmul_packed_groups(const PackedRows& p, int64_t n_tokens, float* y, bool 
       for (int t = 0; t < n; ++t) std::copy(out + t * kPackRows, out + t * kPackRows + n_valid, y + (t0 + t) * m + r0);
     }
   };
-  run_tasks(p.n_groups, parallel, n_threads, /*dynamic=*/false, scratch, run_group);
+  // One contiguous share of the groups per thread (as the one-token row-major path does).
+  const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
+  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int thread) {
+    for (int64_t g = p.n_groups * share / n_shares; g < p.n_groups * (share + 1) / n_shares; ++g) run_group(g, thread);
+  });
 }
 
 void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens, float* y,
