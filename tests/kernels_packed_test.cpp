@@ -99,55 +99,64 @@ TEST_P(PackedKernels, UnpackedRowsGiveTheSameResultsAsPacked) {
 INSTANTIATE_TEST_SUITE_P(Isas, PackedKernels, testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
-// Q4_K: packed only for a table with packed_q4_K; then every token count (several tiles of
-// kPackTokens, a last partial one) equals the scalar dot bit for bit.
-// Half the matrices are random bytes (every 6-bit scale and min, nibbles 0 and 15 next to activations
-// of −128 and 127), half quantized from normal values.
-StoredMatrix random_q4_K_matrix(int64_t m, int64_t k, uint32_t seed, bool raw_bytes) {
-  if (!raw_bytes) return random_matrix(GgmlType::Q4_K, m, k, seed);
+// Q4_K and Q6_K: packed only for a table with their packed kernels; then every token count (several
+// tiles of kPackTokens, a last partial one) equals the scalar dot bit for bit. Half the matrices are
+// random bytes (every 6-bit scale and min, every signed Q6_K scale, all-zero and all-one nibbles and
+// high bits, next to activations of −128 and 127), half quantized from normal values.
+StoredMatrix random_kquant_matrix(GgmlType type, int64_t m, int64_t k, uint32_t seed, bool raw_bytes) {
+  if (!raw_bytes) return random_matrix(type, m, k, seed);
   StoredMatrix s;
-  const size_t row_bytes = ggml_row_size(GgmlType::Q4_K, k);
+  const size_t row_bytes = ggml_row_size(type, k);
   s.bytes.resize(row_bytes * static_cast<size_t>(m));
   std::mt19937 rng(seed);
   for (uint8_t& b : s.bytes) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
-  auto* blocks = reinterpret_cast<BlockQ4_K*>(s.bytes.data());
-  for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ4_K); ++b) {
-    blocks[b].d = f32_to_f16(scale(rng));
-    blocks[b].dmin = f32_to_f16(scale(rng));
+  if (type == GgmlType::Q4_K) {
+    auto* blocks = reinterpret_cast<BlockQ4_K*>(s.bytes.data());
+    for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ4_K); ++b) {
+      blocks[b].d = f32_to_f16(scale(rng));
+      blocks[b].dmin = f32_to_f16(scale(rng));
+    }
+  } else {
+    auto* blocks = reinterpret_cast<BlockQ6_K*>(s.bytes.data());
+    for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ6_K); ++b) blocks[b].d = f32_to_f16(scale(rng));
   }
-  s.w = WeightMatrix{GgmlType::Q4_K, s.bytes.data(), k, m, row_bytes};
+  s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes};
   return s;
 }
 
-TEST_P(PackedKernels, Q4_KEqualsTheScalarRowMajorDotBitForBit) {
+TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
   const DotKernels& table = dot_kernels_for(GetParam());
   const DotKernels& scalar = scalar_dot_kernels();
   int compared = 0;
-  for (bool raw : {false, true}) {
-    for (int64_t m : {1, 16, 37}) {
-      for (int64_t k : {256, 512, 2304}) {
-        StoredMatrix unpacked = random_q4_K_matrix(m, k, static_cast<uint32_t>(m * 1000 + k + raw), raw);
-        WeightMatrix packed = unpacked.w;
-        pack_weights(packed, 2, nullptr, table);
-        ASSERT_EQ(packed.packed != nullptr, table.packed_q4_K != nullptr);
-        for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 11, 16, 33}) {
-          auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
-          if (raw)  // activations at the int8 extremes: Q8_K maps the largest magnitude of a block to ±127 / −128
-            for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 ? 50.0f : -50.0f;
-          std::vector<float> got(static_cast<size_t>(n_tokens * m));
-          MatmulScratch scratch;
-          matmul(table, packed, x.data(), n_tokens, got.data(), 2, scratch);
-          MatmulScratch ref_scratch;
-          const MatmulActivations a = prepare_activations(GgmlType::Q4_K, x.data(), n_tokens, k, ref_scratch);
-          for (int64_t t = 0; t < n_tokens; ++t)
-            for (int64_t r = 0; r < m; ++r) {
-              const float want = dot_row(scalar, unpacked.w, r, a, t);
-              const float have = got[static_cast<size_t>(t * m + r)];
-              ASSERT_EQ(std::memcmp(&want, &have, 4), 0) << "raw=" << raw << " m=" << m << " k=" << k << " tokens=" << n_tokens
-                                                          << " t=" << t << " r=" << r << ": " << have << " vs " << want;
-              ++compared;
-            }
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const bool has_kernel = (type == GgmlType::Q4_K ? table.packed_q4_K : table.packed_q6_K) != nullptr;
+    for (bool raw : {false, true}) {
+      for (int64_t m : {1, 16, 37}) {
+        for (int64_t k : {256, 512, 2304}) {
+          StoredMatrix unpacked = random_kquant_matrix(type, m, k, static_cast<uint32_t>(m * 1000 + k + raw), raw);
+          WeightMatrix packed = unpacked.w;
+          pack_weights(packed, 2, nullptr, table);
+          ASSERT_EQ(packed.packed != nullptr, has_kernel);
+          for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 11, 16, 33}) {
+            auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
+            if (raw)  // activations at the int8 extremes: Q8_K maps the largest magnitude of a block to ±127 / −128
+              for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 ? 50.0f : -50.0f;
+            std::vector<float> got(static_cast<size_t>(n_tokens * m));
+            MatmulScratch scratch;
+            matmul(table, packed, x.data(), n_tokens, got.data(), 2, scratch);
+            MatmulScratch ref_scratch;
+            const MatmulActivations a = prepare_activations(type, x.data(), n_tokens, k, ref_scratch);
+            for (int64_t t = 0; t < n_tokens; ++t)
+              for (int64_t r = 0; r < m; ++r) {
+                const float want = dot_row(scalar, unpacked.w, r, a, t);
+                const float have = got[static_cast<size_t>(t * m + r)];
+                ASSERT_EQ(std::memcmp(&want, &have, 4), 0)
+                    << ggml_type_name(type) << " raw=" << raw << " m=" << m << " k=" << k << " tokens=" << n_tokens
+                    << " t=" << t << " r=" << r << ": " << have << " vs " << want;
+                ++compared;
+              }
+          }
         }
       }
     }

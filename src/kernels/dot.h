@@ -8,7 +8,7 @@
 
 #include "kernels/kquant_tile.h"
 #include "kernels/packed_dot.h"
-#include "kernels/packed_q4_k.h"
+#include "kernels/packed_kquant.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/quantize_k.h"
@@ -46,9 +46,11 @@ struct DotKernels {
   // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
   PackedGroupKernel packed_q4_0 = nullptr;
   PackedGroupKernel packed_q8_0 = nullptr;
-  // Row groups of packed Q4_K weights (kernels/packed_q4_k.h), bit-identical to dot_q4_K_q8_K; only
-  // where a table has it are Q4_K matrices packed at load (nullptr: they stay row-major).
-  PackedQ4KKernel packed_q4_K = nullptr;
+  // Row groups of packed Q4_K / Q6_K weights (kernels/packed_kquant.h), bit-identical to
+  // dot_q4_K_q8_K / dot_q6_K_q8_K; only where a table has them are such matrices packed at load
+  // (nullptr: they stay row-major).
+  PackedKQuantKernel packed_q4_K = nullptr;
+  PackedKQuantKernel packed_q6_K = nullptr;
   // Several F16 rows × several tokens per call (kernels/tile_f16.h), bit-identical to dot_f16_f32;
   // nullptr where a table has none (matmul then uses dotn_f16_f32 row by row).
   F16TileKernel tile_f16_f32 = nullptr;

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/weight_memory.h"
-#include "kernels/packed_q4_k.h"
+#include "kernels/packed_kquant.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_k.h"
 
@@ -122,12 +122,12 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
 }
 
 bool packable(GgmlType type, const DotKernels& kernels) {
-  return packable(type) || (type == GgmlType::Q4_K && kernels.packed_q4_K);
+  return packable(type) || (type == GgmlType::Q4_K && kernels.packed_q4_K) || (type == GgmlType::Q6_K && kernels.packed_q6_K);
 }
 
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
   if (w.packed || !packable(w.type, kernels)) return;
-  w.packed = w.type == GgmlType::Q4_K ? pack_rows_q4_K(w, n_threads, arena) : pack_rows(w, n_threads, arena);
+  w.packed = packable(w.type) ? pack_rows(w, n_threads, arena) : pack_rows_kquant(w, n_threads, arena);
 }
 
 bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
@@ -347,7 +347,7 @@ void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulAc
                        [&](int64_t g, int64_t t0, int n, float* out) { kernel(p, g, x, t0, n, out); });
 }
 
-void matmul_packed_q4_K(PackedQ4KKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens,
+void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens,
                         float* y, bool parallel, int n_threads, MatmulScratch& scratch) {
   matmul_packed_groups(p, n_tokens, y, parallel, n_threads, scratch, [&](int64_t g, int64_t t0, int n, float* out) {
     const BlockQ8_K* x[kPackTokens];
@@ -371,8 +371,9 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     // Every token count: the packed Q4_K kernel beats the K-quant tiles from 1 to 128 tokens
     // (kernels_bench gemm/Q4_K/avx512, one thread, Zen 5: 160 vs 89 G multiply-adds/s at 8 tokens,
     // 153 vs 125 at 128).
-    if (w.type == GgmlType::Q4_K && kernels.packed_q4_K)
-      return matmul_packed_q4_K(kernels.packed_q4_K, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
+    const PackedKQuantKernel kquant = w.type == GgmlType::Q4_K   ? kernels.packed_q4_K
+                                      : w.type == GgmlType::Q6_K ? kernels.packed_q6_K : nullptr;
+    if (kquant) return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
     const PackedGroupKernel kernel = w.type == GgmlType::Q4_0 ? kernels.packed_q4_0
                                      : w.type == GgmlType::Q8_0 ? kernels.packed_q8_0 : nullptr;
     if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);

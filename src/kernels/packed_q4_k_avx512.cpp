@@ -1,4 +1,4 @@
-// Packed Q4_K row groups (kernels/packed_q4_k.h) against Q8_K activations with AVX-512 VNNI.
+// Packed Q4_K row groups (kernels/packed_kquant.h) against Q8_K activations with AVX-512 VNNI.
 //
 // Register lane r is row 16·g + r throughout. Per block and lane k (0..7) of llama.cpp's AVX2 order,
 // the integer lane sum Σ over the 8 runs of scale · (products at positions 4k..4k+3 of the run) is
@@ -10,7 +10,7 @@
 #include <immintrin.h>
 
 #include "kernels/kquant_values_avx512.h"
-#include "kernels/packed_q4_k.h"
+#include "kernels/packed_kquant.h"
 
 namespace nucleus {
 

@@ -251,14 +251,13 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   for (const LayerSpec& l : hp.layers) widest_head = std::max(widest_head, l.head_dim);
   model->ones_.assign(static_cast<size_t>(widest_head), 1.0f);
 
-  // Q4_0 / Q8_0 matrices (and Q4_K where the kernel table has its packed kernel) get a copy laid
-  // out for SIMD across rows (kernels/packed_rows.h, packed_q4_k.h); other large ones of a mapped
+  // Q4_0 / Q8_0 matrices (and Q4_K / Q6_K where the kernel table has their packed kernels) get a copy
+  // laid out for SIMD across rows (kernels/packed_rows.h, packed_kquant.h); other large ones of a mapped
   // file a plain copy on huge pages (core/weight_memory.h; an in-memory image already is anonymous
   // memory, and copying would double it). The token embeddings stay as stored (rows are looked up,
   // not multiplied), unless one is the output.
   const int pack_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // The stored bytes of a moved matrix are not read again (a packed Q4_K matrix's only by prefill,
-  // which maps them back from the page cache), so the process lets go of those pages.
+  // The stored bytes of a moved matrix are not read again, so the process lets go of those pages.
   std::vector<WeightMatrix*> matrices;
   for (LayerWeights& L : w.layers)
     for (WeightMatrix* m : L.matrices()) matrices.push_back(m);

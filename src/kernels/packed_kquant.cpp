@@ -1,0 +1,83 @@
+#include "kernels/packed_kquant.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/weight_memory.h"
+#include "kernels/matmul.h"
+
+namespace nucleus {
+
+namespace {
+
+// One row's block into its place (row `row` of the group) in the packed block at `out`.
+void pack_block_q4_K(const BlockQ4_K& src, int row, uint8_t* out) {
+  for (int k = 0; k < 8; ++k)
+    for (int c = 0; c < 4; ++c) std::memcpy(out + 64 * (4 * k + c) + 4 * row, src.qs + 32 * c + 4 * k, 4);
+  uint8_t scale[8], min[8];
+  for (int j = 0; j < 8; ++j) q4k_scale_min(j, src.scales, &scale[j], &min[j]);
+  for (int j = 0; j < 8; ++j) out[kPackedQ4KScalesOffset + kPackRows * j + row] = scale[j];
+  for (int i = 0; i < 4; ++i) {
+    out[kPackedQ4KMinsOffset + 2 * kPackRows * i + 2 * row] = min[2 * i];
+    out[kPackedQ4KMinsOffset + 2 * kPackRows * i + 2 * row + 1] = min[2 * i + 1];
+  }
+  std::memcpy(out + kPackedQ4KDOffset + 2 * row, &src.d, 2);
+  std::memcpy(out + kPackedQ4KDminOffset + 2 * row, &src.dmin, 2);
+}
+
+// The low 4 bits of value l (0..31) of run s (0..7) of a Q6_K block.
+uint8_t q6k_low_bits(const BlockQ6_K& src, int s, int l) {
+  const int half = s / 4, r = s % 4;
+  const uint8_t byte = src.ql[64 * half + 32 * (r % 2) + l];
+  return r >= 2 ? static_cast<uint8_t>(byte >> 4) : static_cast<uint8_t>(byte & 0xF);
+}
+
+void pack_block_q6_K(const BlockQ6_K& src, int row, uint8_t* out) {
+  for (int k = 0; k < 8; ++k) {
+    for (int p = 0; p < 4; ++p)
+      for (int i = 0; i < 4; ++i)
+        out[64 * (4 * k + p) + 4 * row + i] =
+            static_cast<uint8_t>(q6k_low_bits(src, 2 * p, 4 * k + i) | (q6k_low_bits(src, 2 * p + 1, 4 * k + i) << 4));
+    for (int h = 0; h < 2; ++h) std::memcpy(out + kPackedQ6KQhOffset + 64 * (2 * k + h) + 4 * row, src.qh + 32 * h + 4 * k, 4);
+  }
+  for (int j = 0; j < 16; ++j) out[kPackedQ6KScalesOffset + kPackRows * j + row] = static_cast<uint8_t>(src.scales[j]);
+  std::memcpy(out + kPackedQ6KDOffset + 2 * row, &src.d, 2);
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena) {
+  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
+    throw Error(std::string("pack_rows_kquant: cannot pack type ") + ggml_type_name(w.type));
+  if (w.n_cols % kQK_K != 0) throw Error("pack_rows_kquant: the row length must be a multiple of 256");
+  const bool q6 = w.type == GgmlType::Q6_K;
+  const size_t block_bytes = q6 ? kPackedQ6KBlockBytes : kPackedQ4KBlockBytes;
+  auto p = std::make_shared<PackedRows>();
+  p->type = w.type;
+  p->n_rows = w.n_rows;
+  p->n_cols = w.n_cols;
+  p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
+  p->n_blocks = w.n_cols / kQK_K;
+  p->group_bytes = static_cast<size_t>(p->n_blocks) * block_bytes;
+  const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
+  p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
+  PackedRows& out = *p;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
+  for (int64_t g = 0; g < out.n_groups; ++g) {
+    uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
+    // Padding rows (and Q6_K's padding bytes) all zero.
+    if (q6 || (g + 1) * kPackRows > out.n_rows) std::memset(base, 0, out.group_bytes);
+    for (int row = 0; row < kPackRows; ++row) {
+      const int64_t r = g * kPackRows + row;
+      if (r >= out.n_rows) break;
+      for (int64_t b = 0; b < out.n_blocks; ++b) {
+        uint8_t* block = base + static_cast<size_t>(b) * block_bytes;
+        if (q6) pack_block_q6_K(reinterpret_cast<const BlockQ6_K*>(w.row(r))[b], row, block);
+        else pack_block_q4_K(reinterpret_cast<const BlockQ4_K*>(w.row(r))[b], row, block);
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace nucleus
