@@ -99,7 +99,7 @@ TEST_P(PackedKernels, UnpackedRowsGiveTheSameResultsAsPacked) {
 INSTANTIATE_TEST_SUITE_P(Isas, PackedKernels, testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
-// Q4_K and Q6_K: packed only for a table with their packed kernels; then every token count (several
+// Q4_K, Q5_K and Q6_K: packed only for a table with their packed kernels; then every token count (several
 // tiles of kPackTokens, a last partial one) equals the scalar dot bit for bit. Half the matrices are
 // random bytes (every 6-bit scale and min, every signed Q6_K scale, all-zero and all-one nibbles and
 // high bits, next to activations of −128 and 127), half quantized from normal values.
@@ -117,6 +117,12 @@ StoredMatrix random_kquant_matrix(GgmlType type, int64_t m, int64_t k, uint32_t 
       blocks[b].d = f32_to_f16(scale(rng));
       blocks[b].dmin = f32_to_f16(scale(rng));
     }
+  } else if (type == GgmlType::Q5_K) {
+    auto* blocks = reinterpret_cast<BlockQ5_K*>(s.bytes.data());
+    for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ5_K); ++b) {
+      blocks[b].d = f32_to_f16(scale(rng));
+      blocks[b].dmin = f32_to_f16(scale(rng));
+    }
   } else {
     auto* blocks = reinterpret_cast<BlockQ6_K*>(s.bytes.data());
     for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ6_K); ++b) blocks[b].d = f32_to_f16(scale(rng));
@@ -129,8 +135,8 @@ TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
   const DotKernels& table = dot_kernels_for(GetParam());
   const DotKernels& scalar = scalar_dot_kernels();
   int compared = 0;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-    const bool has_kernel = (type == GgmlType::Q4_K ? table.packed_q4_K : table.packed_q6_K) != nullptr;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const bool has_kernel = packed_kquant_kernel(table, type) != nullptr;
     for (bool raw : {false, true}) {
       for (int64_t m : {1, 16, 37}) {
         for (int64_t k : {256, 512, 2304}) {

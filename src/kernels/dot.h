@@ -46,10 +46,11 @@ struct DotKernels {
   // tokens, bit-identical to dot_q4_0_q8_0 / dot_q8_0_q8_0 on the unpacked rows.
   PackedGroupKernel packed_q4_0 = nullptr;
   PackedGroupKernel packed_q8_0 = nullptr;
-  // Row groups of packed Q4_K / Q6_K weights (kernels/packed_kquant.h), bit-identical to
-  // dot_q4_K_q8_K / dot_q6_K_q8_K; only where a table has them are such matrices packed at load
-  // (nullptr: they stay row-major).
+  // Row groups of packed Q4_K / Q5_K / Q6_K weights (kernels/packed_kquant.h), bit-identical to
+  // dot_q*_K_q8_K; only where a table has them are such matrices packed at load (nullptr: they
+  // stay row-major).
   PackedKQuantKernel packed_q4_K = nullptr;
+  PackedKQuantKernel packed_q5_K = nullptr;
   PackedKQuantKernel packed_q6_K = nullptr;
   // Several F16 rows × several tokens per call (kernels/tile_f16.h), bit-identical to dot_f16_f32;
   // nullptr where a table has none (matmul then uses dotn_f16_f32 row by row).

@@ -121,8 +121,17 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
   return a;
 }
 
+PackedKQuantKernel packed_kquant_kernel(const DotKernels& kernels, GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K: return kernels.packed_q4_K;
+    case GgmlType::Q5_K: return kernels.packed_q5_K;
+    case GgmlType::Q6_K: return kernels.packed_q6_K;
+    default: return nullptr;
+  }
+}
+
 bool packable(GgmlType type, const DotKernels& kernels) {
-  return packable(type) || (type == GgmlType::Q4_K && kernels.packed_q4_K) || (type == GgmlType::Q6_K && kernels.packed_q6_K);
+  return packable(type) || packed_kquant_kernel(kernels, type) != nullptr;
 }
 
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
@@ -371,9 +380,7 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     // Every token count: the packed Q4_K kernel beats the K-quant tiles from 1 to 128 tokens
     // (kernels_bench gemm/Q4_K/avx512, one thread, Zen 5: 160 vs 89 G multiply-adds/s at 8 tokens,
     // 153 vs 125 at 128).
-    const PackedKQuantKernel kquant = w.type == GgmlType::Q4_K   ? kernels.packed_q4_K
-                                      : w.type == GgmlType::Q6_K ? kernels.packed_q6_K : nullptr;
-    if (kquant) return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
+    if (const PackedKQuantKernel kquant = packed_kquant_kernel(kernels, w.type)) return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
     const PackedGroupKernel kernel = w.type == GgmlType::Q4_0 ? kernels.packed_q4_0
                                      : w.type == GgmlType::Q8_0 ? kernels.packed_q8_0 : nullptr;
     if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);

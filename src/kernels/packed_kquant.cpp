@@ -10,19 +10,24 @@ namespace nucleus {
 
 namespace {
 
-// One row's block into its place (row `row` of the group) in the packed block at `out`.
-void pack_block_q4_K(const BlockQ4_K& src, int row, uint8_t* out) {
-  for (int k = 0; k < 8; ++k)
-    for (int c = 0; c < 4; ++c) std::memcpy(out + 64 * (4 * k + c) + 4 * row, src.qs + 32 * c + 4 * k, 4);
-  uint8_t scale[8], min[8];
-  for (int j = 0; j < 8; ++j) q4k_scale_min(j, src.scales, &scale[j], &min[j]);
-  for (int j = 0; j < 8; ++j) out[kPackedQ4KScalesOffset + kPackRows * j + row] = scale[j];
-  for (int i = 0; i < 4; ++i) {
-    out[kPackedQ4KMinsOffset + 2 * kPackRows * i + 2 * row] = min[2 * i];
-    out[kPackedQ4KMinsOffset + 2 * kPackRows * i + 2 * row + 1] = min[2 * i + 1];
+// One row's block into its place (row `row` of the group) in the packed block at `out`; qh is
+// Q5_K's fifth bits (null for Q4_K).
+void pack_block_q45_K(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, const uint8_t* qh, int row,
+                      uint8_t* out) {
+  const PackedQ45KLayout layout = packed_q45_k_layout(qh != nullptr);
+  for (int k = 0; k < 8; ++k) {
+    for (int c = 0; c < 4; ++c) std::memcpy(out + 64 * (4 * k + c) + 4 * row, qs + 32 * c + 4 * k, 4);
+    if (qh) std::memcpy(out + layout.qh + 64 * k + 4 * row, qh + 4 * k, 4);
   }
-  std::memcpy(out + kPackedQ4KDOffset + 2 * row, &src.d, 2);
-  std::memcpy(out + kPackedQ4KDminOffset + 2 * row, &src.dmin, 2);
+  uint8_t scale[8], min[8];
+  for (int j = 0; j < 8; ++j) q4k_scale_min(j, scales, &scale[j], &min[j]);
+  for (int j = 0; j < 8; ++j) out[layout.scales + kPackRows * j + row] = scale[j];
+  for (int i = 0; i < 4; ++i) {
+    out[layout.mins + 2 * kPackRows * i + 2 * row] = min[2 * i];
+    out[layout.mins + 2 * kPackRows * i + 2 * row + 1] = min[2 * i + 1];
+  }
+  std::memcpy(out + layout.d + 2 * row, &d, 2);
+  std::memcpy(out + layout.dmin + 2 * row, &dmin, 2);
 }
 
 // The low 4 bits of value l (0..31) of run s (0..7) of a Q6_K block.
@@ -47,11 +52,11 @@ void pack_block_q6_K(const BlockQ6_K& src, int row, uint8_t* out) {
 }  // namespace
 
 std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena) {
-  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
+  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q5_K && w.type != GgmlType::Q6_K)
     throw Error(std::string("pack_rows_kquant: cannot pack type ") + ggml_type_name(w.type));
   if (w.n_cols % kQK_K != 0) throw Error("pack_rows_kquant: the row length must be a multiple of 256");
   const bool q6 = w.type == GgmlType::Q6_K;
-  const size_t block_bytes = q6 ? kPackedQ6KBlockBytes : kPackedQ4KBlockBytes;
+  const size_t block_bytes = q6 ? kPackedQ6KBlockBytes : packed_q45_k_layout(w.type == GgmlType::Q5_K).block;
   auto p = std::make_shared<PackedRows>();
   p->type = w.type;
   p->n_rows = w.n_rows;
@@ -72,8 +77,15 @@ std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_
       if (r >= out.n_rows) break;
       for (int64_t b = 0; b < out.n_blocks; ++b) {
         uint8_t* block = base + static_cast<size_t>(b) * block_bytes;
-        if (q6) pack_block_q6_K(reinterpret_cast<const BlockQ6_K*>(w.row(r))[b], row, block);
-        else pack_block_q4_K(reinterpret_cast<const BlockQ4_K*>(w.row(r))[b], row, block);
+        if (q6) {
+          pack_block_q6_K(reinterpret_cast<const BlockQ6_K*>(w.row(r))[b], row, block);
+        } else if (out.type == GgmlType::Q5_K) {
+          const BlockQ5_K& src = reinterpret_cast<const BlockQ5_K*>(w.row(r))[b];
+          pack_block_q45_K(src.d, src.dmin, src.scales, src.qs, src.qh, row, block);
+        } else {
+          const BlockQ4_K& src = reinterpret_cast<const BlockQ4_K*>(w.row(r))[b];
+          pack_block_q45_K(src.d, src.dmin, src.scales, src.qs, nullptr, row, block);
+        }
       }
     }
   }

@@ -1,4 +1,4 @@
-// Q4_K and Q6_K weights re-laid out so SIMD lanes run across rows, like the packed Q4_0 / Q8_0
+// Q4_K, Q5_K and Q6_K weights re-laid out so SIMD lanes run across rows, like the packed Q4_0 / Q8_0
 // groups (kernels/packed_rows.h): one 32-bit lane per output row, 16 rows per group.
 //
 // Why: the row-major K-quant dot for one token spends ~95 instructions per 256-value block and row
@@ -18,6 +18,9 @@
 //   scales [8 runs][16 rows]           u8, each run's 6-bit scale
 //   mins   [4 run pairs i][16 rows][2] u8, the mins of runs 2i and 2i + 1
 //   d [16 rows] f16, dmin [16 rows] f16
+// Q5_K block (2880): Q4_K's, with after qs
+//   qh     [8 lanes k][16 rows][4 bytes]  the stored qh bytes 4k..4k+3: bit s is the fifth bit of run s
+// and scales, mins, d, dmin after it (packed_q45_k_layout).
 // Q6_K block (kPackedQ6KBlockBytes = 3392; values q + 32, 0..63):
 //   ql     [8 lanes k][4 p][16 rows][4 bytes]  low 4 bits; low nibbles: run 2p, high nibbles: run 2p + 1
 //   qh     [8 lanes k][2 halves h][16 rows][4 bytes]  the stored qh bytes 32h + 4k..32h + 4k + 3:
@@ -40,6 +43,17 @@ constexpr size_t kPackedQ4KDminOffset = kPackedQ4KDOffset + 2 * kPackRows;
 constexpr size_t kPackedQ4KBlockBytes = kPackedQ4KDminOffset + 2 * kPackRows;  // 2368
 static_assert(kPackedQ4KBlockBytes % 64 == 0);
 
+// Q5_K: Q4_K's block with a plane of fifth bits after the quants, the rest moved on by its size.
+struct PackedQ45KLayout {
+  size_t qh, scales, mins, d, dmin, block;
+};
+constexpr PackedQ45KLayout packed_q45_k_layout(bool q5) {
+  const size_t qh = 2048, scales = q5 ? qh + 8 * 64 : qh;
+  return {qh, scales, scales + 8 * kPackRows, scales + 16 * kPackRows, scales + 18 * kPackRows, scales + 20 * kPackRows};
+}
+static_assert(packed_q45_k_layout(false).block == kPackedQ4KBlockBytes && packed_q45_k_layout(false).mins == kPackedQ4KMinsOffset);
+static_assert(packed_q45_k_layout(true).block == 2880);
+
 constexpr size_t kPackedQ6KQhOffset = 2048;
 constexpr size_t kPackedQ6KScalesOffset = kPackedQ6KQhOffset + 1024;
 constexpr size_t kPackedQ6KDOffset = kPackedQ6KScalesOffset + 16 * kPackRows;
@@ -51,9 +65,10 @@ static_assert(kPackedQ6KBlockBytes % 64 == 0);
 using PackedKQuantKernel = void (*)(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);
 
 void packed_q4_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);
+void packed_q5_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);
 void packed_q6_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);
 
-// Repacks a Q4_K or Q6_K matrix (threads over row groups) into memory from `arena`, or an allocation
+// Repacks a Q4_K, Q5_K or Q6_K matrix (threads over row groups) into memory from `arena`, or an allocation
 // of its own when arena is null; group(g) of the result starts the layout above. Throws Error for
 // other types.
 std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);

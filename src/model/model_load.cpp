@@ -251,7 +251,7 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   for (const LayerSpec& l : hp.layers) widest_head = std::max(widest_head, l.head_dim);
   model->ones_.assign(static_cast<size_t>(widest_head), 1.0f);
 
-  // Q4_0 / Q8_0 matrices (and Q4_K / Q6_K where the kernel table has their packed kernels) get a copy
+  // Q4_0 / Q8_0 matrices (and K-quants where the kernel table has packed kernels for them) get a copy
   // laid out for SIMD across rows (kernels/packed_rows.h, packed_kquant.h); other large ones of a mapped
   // file a plain copy on huge pages (core/weight_memory.h; an in-memory image already is anonymous
   // memory, and copying would double it). The token embeddings stay as stored (rows are looked up,

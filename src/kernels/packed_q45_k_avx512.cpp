@@ -42,9 +42,35 @@ NUCLEUS_VNNI512 inline __m512i broadcast4(const int8_t* p) {
 // 128/135 -> 160/155 tok/s; a 5-token verification pass 3.3/3.1 -> 2.4/2.4 one-token steps).
 constexpr size_t kPrefetchBlocks = 2;
 
-template <int N>
-NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+// Bit `run` of each byte of qh moved to bit 4 (the other bits are masked off by the caller).
+template <int kRun>
+NUCLEUS_VNNI512 inline __m512i fifth_bit_at_4(__m512i qh) {
+  if constexpr (kRun < 4) return _mm512_slli_epi16(qh, 4 - kRun);
+  else if constexpr (kRun == 4) return qh;
+  else return _mm512_srli_epi16(qh, kRun - 4);
+}
+
+// value | (shifted & 0x10): a Q5_K value's low 4 bits and its fifth bit.
+NUCLEUS_VNNI512 inline __m512i with_fifth_bit(__m512i low, __m512i shifted) {
+  return _mm512_ternarylogic_epi32(low, shifted, _mm512_set1_epi8(0x10), 0xF8);
+}
+
+// The low-nibble (run 2c) and high-nibble (run 2c + 1) values of one quant register.
+template <bool kQ5, int kC>
+NUCLEUS_VNNI512 inline void run_values(const uint8_t* block, int k, __m512i qh, __m512i* lo, __m512i* hi) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i q = _mm512_load_si512(block + 64 * (4 * k + kC));
+  *lo = _mm512_and_si512(q, low4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+  if constexpr (kQ5) {
+    *lo = with_fifth_bit(*lo, fifth_bit_at_4<2 * kC>(qh));
+    *hi = with_fifth_bit(*hi, fifth_bit_at_4<2 * kC + 1>(qh));
+  }
+}
+
+template <bool kQ5, int N>
+NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+  constexpr PackedQ45KLayout kLayout = packed_q45_k_layout(kQ5);
   const __m512i pair_index = scale_pair_index();
   __m512 acc[N][8], acc_m[N][4];
   for (int t = 0; t < N; ++t) {
@@ -52,24 +78,28 @@ NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const Bl
     for (int i = 0; i < 4; ++i) acc_m[t][i] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* block = group + static_cast<size_t>(b) * kPackedQ4KBlockBytes;
-    for (size_t line = 0; line < kPackedQ4KBlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kPackedQ4KBlockBytes + line), _MM_HINT_T0);
+    const uint8_t* block = group + static_cast<size_t>(b) * kLayout.block;
+    for (size_t line = 0; line < kLayout.block; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kLayout.block + line), _MM_HINT_T0);
     __m512i scale[8];
     for (int s = 0; s < 8; ++s) {
-      const __m128i row_scales = _mm_load_si128(reinterpret_cast<const __m128i*>(block + kPackedQ4KScalesOffset + 16 * s));
+      const __m128i row_scales = _mm_load_si128(reinterpret_cast<const __m128i*>(block + kLayout.scales + 16 * s));
       scale[s] = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(row_scales), pair_index);
     }
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDOffset)));
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kLayout.d)));
     __m512 d[N];
     for (int t = 0; t < N; ++t) d[t] = _mm512_mul_ps(_mm512_set1_ps(x[t][b].d), wd);
     for (int k = 0; k < 8; ++k) {
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
+      const __m512i qh = kQ5 ? _mm512_load_si512(block + kLayout.qh + 64 * k) : _mm512_setzero_si512();
+      __m512i values[8];
+      run_values<kQ5, 0>(block, k, qh, &values[0], &values[1]);
+      run_values<kQ5, 1>(block, k, qh, &values[2], &values[3]);
+      run_values<kQ5, 2>(block, k, qh, &values[4], &values[5]);
+      run_values<kQ5, 3>(block, k, qh, &values[6], &values[7]);
       for (int c = 0; c < 4; ++c) {
-        const __m512i q = _mm512_load_si512(block + 64 * (4 * k + c));
-        const __m512i lo = _mm512_and_si512(q, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        const __m512i lo = values[2 * c], hi = values[2 * c + 1];
         for (int t = 0; t < N; ++t) {
           const int8_t* xq = x[t][b].qs + 64 * c + 4 * k;
           lanes[t] = _mm512_dpwssd_epi32(lanes[t], _mm512_maddubs_epi16(lo, broadcast4(xq)), scale[2 * c]);
@@ -78,10 +108,10 @@ NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const Bl
       }
       for (int t = 0; t < N; ++t) acc[t][k] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lanes[t]), acc[t][k]);
     }
-    const __m512 wdmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDminOffset)));
+    const __m512 wdmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kLayout.dmin)));
     __m512i mins[4];
     for (int i = 0; i < 4; ++i)
-      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KMinsOffset + 32 * i)));
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kLayout.mins + 32 * i)));
     for (int t = 0; t < N; ++t) {
       // The 8 sub-block sums as 16-bit values; 32-bit element i is the pair of runs 2i, 2i + 1.
       const int16_t* bsums = x[t][b].bsums;
@@ -91,32 +121,48 @@ NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const Bl
       const __m512i pair_sums[4] = {_mm512_broadcastd_epi32(sums), _mm512_broadcastd_epi32(_mm_srli_si128(sums, 4)),
                                     _mm512_broadcastd_epi32(_mm_srli_si128(sums, 8)),
                                     _mm512_broadcastd_epi32(_mm_srli_si128(sums, 12))};
-      for (int i = 0; i < 4; ++i)
-        acc_m[t][i] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(_mm512_madd_epi16(mins[i], pair_sums[i])), acc_m[t][i]);
+      __m512i m[4];
+      for (int i = 0; i < 4; ++i) m[i] = _mm512_madd_epi16(mins[i], pair_sums[i]);
+      if constexpr (kQ5) {  // one float: fma(−x.d · w.dmin, Σ of the 4 integer lanes)
+        const __m512i total = _mm512_add_epi32(_mm512_add_epi32(m[0], m[1]), _mm512_add_epi32(m[2], m[3]));
+        acc_m[t][0] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(total), acc_m[t][0]);
+      } else {
+        for (int i = 0; i < 4; ++i) acc_m[t][i] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(m[i]), acc_m[t][i]);
+      }
     }
   }
   for (int t = 0; t < N; ++t) {
-    // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus (m0 + m2) + (m1 + m3).
+    // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus (m0 + m2) + (m1 + m3) (Q5_K: its one sum).
     const __m512 even = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6]));
     const __m512 odd = _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7]));
-    const __m512 m = _mm512_add_ps(_mm512_add_ps(acc_m[t][0], acc_m[t][2]), _mm512_add_ps(acc_m[t][1], acc_m[t][3]));
+    const __m512 m = kQ5 ? acc_m[t][0]
+                         : _mm512_add_ps(_mm512_add_ps(acc_m[t][0], acc_m[t][2]), _mm512_add_ps(acc_m[t][1], acc_m[t][3]));
     _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(_mm512_add_ps(even, odd), m));
+  }
+}
+
+template <bool kQ5>
+NUCLEUS_VNNI512 void q45_K_groups(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out) {
+  const uint8_t* group = w.group(g);
+  while (n_tokens > 0) {
+    switch (n_tokens) {
+      case 1: q45_K_group<kQ5, 1>(group, w.n_blocks, x, out); return;
+      case 2: q45_K_group<kQ5, 2>(group, w.n_blocks, x, out); return;
+      case 3: q45_K_group<kQ5, 3>(group, w.n_blocks, x, out); return;
+      default: q45_K_group<kQ5, 4>(group, w.n_blocks, x, out); break;
+    }
+    x += 4, out += 4 * kPackRows, n_tokens -= 4;
   }
 }
 
 }  // namespace
 
 NUCLEUS_VNNI512 void packed_q4_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out) {
-  const uint8_t* group = w.group(g);
-  while (n_tokens > 0) {
-    switch (n_tokens) {
-      case 1: q4_K_group<1>(group, w.n_blocks, x, out); return;
-      case 2: q4_K_group<2>(group, w.n_blocks, x, out); return;
-      case 3: q4_K_group<3>(group, w.n_blocks, x, out); return;
-      default: q4_K_group<4>(group, w.n_blocks, x, out); break;
-    }
-    x += 4, out += 4 * kPackRows, n_tokens -= 4;
-  }
+  q45_K_groups<false>(w, g, x, n_tokens, out);
+}
+
+NUCLEUS_VNNI512 void packed_q5_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out) {
+  q45_K_groups<true>(w, g, x, n_tokens, out);
 }
 
 }  // namespace nucleus
