@@ -5,18 +5,13 @@
 #include <cstring>
 
 #include "kernels/packed_dot.h"
+#include "kernels/packed_lanes_avx512.h"
 
 #define NUCLEUS_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 namespace nucleus {
 
 namespace {
-
-NUCLEUS_AVX512 inline __m512i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // The 8 chunks of one block (columns 4c..4c+3 of all 16 rows, unsigned) into registers.
 template <bool kQ4>

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/weight_memory.h"
 #include "kernels/matmul.h"
 
 namespace nucleus {
@@ -57,15 +56,8 @@ std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_
   if (w.n_cols % kQK_K != 0) throw Error("pack_rows_kquant: the row length must be a multiple of 256");
   const bool q6 = w.type == GgmlType::Q6_K;
   const size_t block_bytes = q6 ? kPackedQ6KBlockBytes : packed_q45_k_layout(w.type == GgmlType::Q5_K).block;
-  auto p = std::make_shared<PackedRows>();
-  p->type = w.type;
-  p->n_rows = w.n_rows;
-  p->n_cols = w.n_cols;
-  p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
-  p->n_blocks = w.n_cols / kQK_K;
-  p->group_bytes = static_cast<size_t>(p->n_blocks) * block_bytes;
-  const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
-  p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
+  const int64_t n_blocks = w.n_cols / kQK_K;
+  auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>(n_blocks) * block_bytes, arena);
   PackedRows& out = *p;
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
   for (int64_t g = 0; g < out.n_groups; ++g) {

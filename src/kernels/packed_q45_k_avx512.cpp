@@ -9,31 +9,12 @@
 // registers instead of within one — so every row's result is the row-major kernels' bits.
 #include <immintrin.h>
 
-#include "kernels/kquant_values_avx512.h"
 #include "kernels/packed_kquant.h"
+#include "kernels/packed_lanes_avx512.h"
 
 namespace nucleus {
 
 namespace {
-
-// Byte 4j and 4j + 2 of each 128-bit lane L take byte 4L + j of a broadcast 16-byte row vector;
-// bytes 4j + 1 and 4j + 3 are zero: row r's scale s as the 16-bit pair (s, s) in 32-bit lane r.
-NUCLEUS_VNNI512 inline __m512i scale_pair_index() {
-  alignas(64) int8_t idx[64];
-  for (int lane = 0; lane < 4; ++lane)
-    for (int j = 0; j < 4; ++j) {
-      int8_t* p = idx + 16 * lane + 4 * j;
-      p[0] = p[2] = static_cast<int8_t>(4 * lane + j);
-      p[1] = p[3] = static_cast<int8_t>(0x80);
-    }
-  return _mm512_load_si512(idx);
-}
-
-NUCLEUS_VNNI512 inline __m512i broadcast4(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // Each block asks for the block two ahead (into the next group at a group's end — a thread's groups
 // are contiguous). kernels_bench stream/Q4_K/avx512, Zen 5, one token, one thread: 23.1-23.4 GB/s
@@ -71,7 +52,7 @@ NUCLEUS_VNNI512 inline void run_values(const uint8_t* block, int k, __m512i qh, 
 template <bool kQ5, int N>
 NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
   constexpr PackedQ45KLayout kLayout = packed_q45_k_layout(kQ5);
-  const __m512i pair_index = scale_pair_index();
+  const __m512i pair_index = row_byte_pair_index(0);
   __m512 acc[N][8], acc_m[N][4];
   for (int t = 0; t < N; ++t) {
     for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();

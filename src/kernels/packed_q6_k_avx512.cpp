@@ -9,32 +9,12 @@
 // lanes are reduced in the same order, so every row's result is the row-major kernels' bits.
 #include <immintrin.h>
 
-#include "kernels/kquant_values_avx512.h"
 #include "kernels/packed_kquant.h"
+#include "kernels/packed_lanes_avx512.h"
 
 namespace nucleus {
 
 namespace {
-
-// Bytes 4j + 1 and 4j + 3 of each 128-bit lane L take byte 4L + j of a broadcast 16-byte row
-// vector, bytes 4j and 4j + 2 are zero; an arithmetic shift right by 8 then leaves row r's signed
-// scale as the 16-bit pair (s, s) in 32-bit lane r.
-NUCLEUS_VNNI512 inline __m512i signed_scale_pair_index() {
-  alignas(64) int8_t idx[64];
-  for (int lane = 0; lane < 4; ++lane)
-    for (int j = 0; j < 4; ++j) {
-      int8_t* p = idx + 16 * lane + 4 * j;
-      p[1] = p[3] = static_cast<int8_t>(4 * lane + j);
-      p[0] = p[2] = static_cast<int8_t>(0x80);
-    }
-  return _mm512_load_si512(idx);
-}
-
-NUCLEUS_VNNI512 inline __m512i broadcast4(const void* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // low | (high & 0x30): a value's low 4 bits (already alone in the byte) and its top 2 bits.
 NUCLEUS_VNNI512 inline __m512i six_bits(__m512i low, __m512i high_shifted) {
@@ -47,7 +27,7 @@ constexpr size_t kPrefetchBlocks = 2;
 template <int N>
 NUCLEUS_VNNI512 void q6_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i pair_index = signed_scale_pair_index();
+  const __m512i pair_index = row_byte_pair_index(1);  // signed scales: shifted down below
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();

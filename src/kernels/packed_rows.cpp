@@ -28,21 +28,29 @@ void pack_block_q8_0(const BlockQ8_0& src, int row, uint8_t* qs, uint16_t* scale
 
 }  // namespace
 
-std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena) {
-  if (!packable(w.type)) throw Error(std::string("pack_rows: cannot pack type ") + ggml_type_name(w.type));
-  if (w.n_cols % 32 != 0) throw Error("pack_rows: the row length must be a multiple of 32");
+std::shared_ptr<PackedRows> allocate_packed_rows(const WeightMatrix& w, int64_t n_blocks, size_t group_bytes,
+                                                 WeightArena* arena) {
   auto p = std::make_shared<PackedRows>();
   p->type = w.type;
   p->n_rows = w.n_rows;
   p->n_cols = w.n_cols;
   p->n_groups = (w.n_rows + kPackRows - 1) / kPackRows;
-  p->n_blocks = w.n_cols / 32;
-  p->qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
-  p->group_bytes = static_cast<size_t>((p->n_blocks + 1) / 2) * packed_pair_bytes(p->qs_block_bytes);
+  p->n_blocks = n_blocks;
+  p->group_bytes = group_bytes;
   // Huge pages (core/weight_memory.h): a 1 GB model then also takes ~500 page faults to pack, not
   // ~250,000 (which cost seconds in a VM), and decode streams through 2 MiB pages.
   const size_t bytes = p->group_bytes * static_cast<size_t>(p->n_groups);
   p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
+  return p;
+}
+
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena) {
+  if (!packable(w.type)) throw Error(std::string("pack_rows: cannot pack type ") + ggml_type_name(w.type));
+  if (w.n_cols % 32 != 0) throw Error("pack_rows: the row length must be a multiple of 32");
+  const int64_t n_blocks = w.n_cols / 32;
+  const size_t qs_block_bytes = w.type == GgmlType::Q4_0 ? 256 : 512;
+  auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>((n_blocks + 1) / 2) * packed_pair_bytes(qs_block_bytes), arena);
+  p->qs_block_bytes = qs_block_bytes;
   PackedRows& out = *p;
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
   for (int64_t g = 0; g < out.n_groups; ++g) {

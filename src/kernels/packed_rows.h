@@ -63,6 +63,11 @@ struct PackedRows {
   }
 };
 
+// An empty packing of w's rows with n_blocks blocks per row and group_bytes per group, its memory
+// from `arena` (or an allocation of its own when null): the part every packer shares.
+std::shared_ptr<PackedRows> allocate_packed_rows(const WeightMatrix& w, int64_t n_blocks, size_t group_bytes,
+                                                 WeightArena* arena);
+
 bool packable(GgmlType type);  // Q4_0, Q8_0
 // Repacks a Q4_0 / Q8_0 matrix (threads over row groups) into memory from `arena`, or into an
 // allocation of its own when arena is null. Throws Error for other types.
