@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -38,6 +39,29 @@ StoredMatrix random_matrix(GgmlType type, int64_t m, int64_t k, uint32_t seed) {
   return s;
 }
 
+// matmul(table, packed) for activations x [n_tokens, k] against the scalar dot, row by row and token by
+// token, on the stored rows: bit for bit. Returns how many elements were compared.
+int expect_scalar_bits(const DotKernels& table, const WeightMatrix& stored, const WeightMatrix& packed,
+                       const std::vector<float>& x, int64_t n_tokens, const std::string& what) {
+  const int64_t m = stored.n_rows, k = stored.n_cols;
+  std::vector<float> got(static_cast<size_t>(n_tokens * m));
+  MatmulScratch scratch;
+  matmul(table, packed, x.data(), n_tokens, got.data(), 2, scratch);
+  MatmulScratch ref_scratch;
+  const MatmulActivations a = prepare_activations(stored.type, x.data(), n_tokens, k, ref_scratch);
+  int compared = 0;
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t r = 0; r < m; ++r) {
+      const float want = dot_row(scalar_dot_kernels(), stored, r, a, t);
+      const float have = got[static_cast<size_t>(t * m + r)];
+      EXPECT_EQ(std::memcmp(&want, &have, 4), 0) << what << " m=" << m << " k=" << k << " tokens=" << n_tokens << " t=" << t
+                                                  << " r=" << r << ": " << have << " vs " << want;
+      if (std::memcmp(&want, &have, 4) != 0) return compared;
+      ++compared;
+    }
+  return compared;
+}
+
 class PackedKernels : public testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
@@ -47,7 +71,6 @@ class PackedKernels : public testing::TestWithParam<Isa> {
 
 TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
   const DotKernels& table = dot_kernels_for(GetParam());
-  const DotKernels& scalar = scalar_dot_kernels();
   int compared = 0;
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
     for (int64_t m : {1, 16, 37}) {
@@ -58,21 +81,8 @@ TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
         ASSERT_TRUE(packed.packed);
         for (int64_t n_tokens : {1, 3, 8, 11}) {
           auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
-          std::vector<float> got(static_cast<size_t>(n_tokens * m));
-          MatmulScratch scratch;
-          matmul(table, packed, x.data(), n_tokens, got.data(), 2, scratch);
-          // Reference: the scalar dot, row by row, token by token, on the stored rows.
-          MatmulScratch ref_scratch;
-          const MatmulActivations a = prepare_activations(type, x.data(), n_tokens, k, ref_scratch);
-          for (int64_t t = 0; t < n_tokens; ++t)
-            for (int64_t r = 0; r < m; ++r) {
-              const float want = dot_row(scalar, unpacked.w, r, a, t);
-              const float have = got[static_cast<size_t>(t * m + r)];
-              ASSERT_EQ(std::memcmp(&want, &have, 4), 0)
-                  << ggml_type_name(type) << " m=" << m << " k=" << k << " tokens=" << n_tokens << " t=" << t << " r=" << r
-                  << ": " << have << " vs " << want;
-              ++compared;
-            }
+          compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens, ggml_type_name(type));
+          if (HasFailure()) return;
         }
       }
     }
@@ -133,7 +143,6 @@ StoredMatrix random_kquant_matrix(GgmlType type, int64_t m, int64_t k, uint32_t 
 
 TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
   const DotKernels& table = dot_kernels_for(GetParam());
-  const DotKernels& scalar = scalar_dot_kernels();
   int compared = 0;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const bool has_kernel = packed_kquant_kernel(table, type) != nullptr;
@@ -148,20 +157,9 @@ TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
             auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
             if (raw)  // activations at the int8 extremes: Q8_K maps the largest magnitude of a block to ±127 / −128
               for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 ? 50.0f : -50.0f;
-            std::vector<float> got(static_cast<size_t>(n_tokens * m));
-            MatmulScratch scratch;
-            matmul(table, packed, x.data(), n_tokens, got.data(), 2, scratch);
-            MatmulScratch ref_scratch;
-            const MatmulActivations a = prepare_activations(type, x.data(), n_tokens, k, ref_scratch);
-            for (int64_t t = 0; t < n_tokens; ++t)
-              for (int64_t r = 0; r < m; ++r) {
-                const float want = dot_row(scalar, unpacked.w, r, a, t);
-                const float have = got[static_cast<size_t>(t * m + r)];
-                ASSERT_EQ(std::memcmp(&want, &have, 4), 0)
-                    << ggml_type_name(type) << " raw=" << raw << " m=" << m << " k=" << k << " tokens=" << n_tokens
-                    << " t=" << t << " r=" << r << ": " << have << " vs " << want;
-                ++compared;
-              }
+            compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens,
+                                           std::string(ggml_type_name(type)) + (raw ? " raw" : " quantized"));
+            if (HasFailure()) return;
           }
         }
       }
