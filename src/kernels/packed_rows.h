@@ -2,14 +2,18 @@
 //
 // Rows are taken 16 at a time (a "row group"; the last group is padded with zero rows). For each
 // block of 32 columns a group stores its quants in 64-byte chunks that hold the same 4 columns of
-// all 16 rows, and the 16 f16 scales of the block. Blocks go in pairs, each pair's scales after
-// its quants, so a group is one forward stream of 64-byte lines:
+// all 16 rows, and the 16 f16 scales of the block. Blocks go in pairs, each pair one 64-byte line
+// of the two blocks' scales and their quants, so a group is one forward stream of 64-byte lines:
 //
-//   group g:  pair[ceil(n_blocks / 2)] = { qs[2][chunks][16 rows][4 bytes], scales[2][16 rows] (f16) }
+//   Q4_0 group:  pair[ceil(n_blocks / 2)] = { scales[2][16 rows] (f16), qs[2][chunks][16 rows][4 bytes] }
+//   Q8_0 group:  pair[ceil(n_blocks / 2)] = { qs[2][chunks][16 rows][4 bytes], scales[2][16 rows] (f16) }
 //
-// (Quants first and all scales after them cost one core's decode ~25% of its stream: reading 16 KB,
-// skipping 2 KB, reading 16 KB, ... reached ~22 GB/s where one forward stream reached ~29 and a plain
-// read loop ~33, Zen 5; a lone last block of an odd count is followed by a zero block.)
+// (A lone last block of an odd count is followed by a zero block.) Where the scales sit was
+// measured, not reasoned: all scales after all quants (reading 16 KB, skipping 2 KB, ...) cost one
+// core ~25% of its stream; Q4_0 with each pair's scales after its quants (the kernel touching line
+// 8 of 9 before lines 4-7) streamed ~19 GB/s on one Zen 5 core and decoded TinyLlama at 31-37
+// tok/s, with the scales first 21-26 GB/s and 45-52 tok/s; Q8_0 the other way round (scales
+// after: 18-23 tok/s, first: 15-16).
 //   Q4_0: 4 chunks; chunk c = bytes 4c..4c+3 of each row's nibbles, so its low nibbles are columns
 //         4c..4c+3 and its high nibbles columns 16+4c..16+4c+3, unsigned (value + 8).
 //   Q8_0: 8 chunks; chunk c = columns 4c..4c+3, stored unsigned as q + 128.
@@ -37,12 +41,16 @@ constexpr int kPackTokens = 8;   // tokens a kernel call keeps in registers
 // Where block b of a row group sits, from the group's start, for qs_bytes of quants per block
 // (256 for Q4_0, 512 for Q8_0): the one definition of the layout above, used by the packer and
 // every kernel (the AVX-512 ones with qs_bytes a compile-time constant). Unsigned b: halving it is a shift.
-constexpr size_t packed_pair_bytes(size_t qs_bytes) { return 2 * qs_bytes + 4 * kPackRows; }
+constexpr size_t kPackedPairScalesBytes = 2 * 2 * kPackRows;  // two blocks' 16 f16 scales: one line
+constexpr size_t packed_pair_bytes(size_t qs_bytes) { return 2 * qs_bytes + kPackedPairScalesBytes; }
+constexpr bool packed_scales_first(size_t qs_bytes) { return qs_bytes == 256; }  // Q4_0 (see above)
 constexpr size_t packed_qs_offset(size_t b, size_t qs_bytes) {
-  return (b / 2) * packed_pair_bytes(qs_bytes) + (b % 2) * qs_bytes;
+  return (b / 2) * packed_pair_bytes(qs_bytes) + (packed_scales_first(qs_bytes) ? kPackedPairScalesBytes : 0) +
+         (b % 2) * qs_bytes;
 }
 constexpr size_t packed_scales_offset(size_t b, size_t qs_bytes) {
-  return (b / 2) * packed_pair_bytes(qs_bytes) + 2 * qs_bytes + (b % 2) * 2 * kPackRows;
+  return (b / 2) * packed_pair_bytes(qs_bytes) + (packed_scales_first(qs_bytes) ? 0 : 2 * qs_bytes) +
+         (b % 2) * 2 * kPackRows;
 }
 
 struct PackedRows {
