@@ -84,11 +84,11 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
       scratch.q8_0.resize(static_cast<size_t>(n_tokens * nb));
       scratch.q8_0_scale.resize(scratch.q8_0.size());
       scratch.q8_0_sum.resize(scratch.q8_0.size());
-      scratch.q8_0_chunk_sum.resize(scratch.q8_0.size() * 8);
+      scratch.q8_0_chunk_bias.resize(scratch.q8_0.size() * 8);
       a.q8_0 = scratch.q8_0.data();
       a.q8_0_scale = scratch.q8_0_scale.data();
       a.q8_0_sum = scratch.q8_0_sum.data();
-      a.q8_0_chunk_sum = scratch.q8_0_chunk_sum.data();
+      a.q8_0_chunk_bias = scratch.q8_0_chunk_bias.data();
       break;
     case ActivationFormat::Q8_K:
       scratch.q8_K.resize(static_cast<size_t>(n_tokens * nb));
@@ -105,7 +105,7 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
       kernels.round_to_bf16(x + t * k, scratch.bf16.data() + t * k, k);
     else if (format == ActivationFormat::Q8_0)
       kernels.quantize_q8_0(x + t * k, k, scratch.q8_0.data() + t * nb, scratch.q8_0_scale.data() + t * nb,
-                            scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_sum.data() + t * nb * 8);
+                            scratch.q8_0_sum.data() + t * nb, scratch.q8_0_chunk_bias.data() + t * nb * 8);
     else
       kernels.quantize_q8_K(x + t * k, scratch.q8_K.data() + t * nb, k);
   };
@@ -351,7 +351,7 @@ void matmul_packed_groups(const PackedRows& p, int64_t n_tokens, float* y, bool 
 
 void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens, float* y,
                    bool parallel, int n_threads, MatmulScratch& scratch) {
-  const PackedActivations x{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_sum, p.n_blocks};
+  const PackedActivations x{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_bias, p.n_blocks};
   matmul_packed_groups(p, n_tokens, y, parallel, n_threads, scratch,
                        [&](int64_t g, int64_t t0, int n, float* out) { kernel(p, g, x, t0, n, out); });
 }

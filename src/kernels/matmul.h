@@ -43,7 +43,7 @@ struct MatmulScratch {
   double quantize_seconds = 0;        // the last call's activation quantization, while profiling
   std::vector<float> q8_0_scale;  // [n_tokens, n_cols / 32] each Q8_0 block's d as f32 (packed kernels)
   std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
-  std::vector<int32_t> q8_0_chunk_sum;  // [n_tokens, n_cols / 32, 8] Σ of each 4 consecutive quants
+  std::vector<int32_t> q8_0_chunk_bias;  // [n_tokens, n_cols / 32, 8] −128 · Σ of each 4 consecutive quants
   std::vector<uint16_t> bf16;           // [n_tokens, n_cols] activations rounded to BF16 (BF16 tiles)
 };
 
@@ -58,7 +58,7 @@ struct MatmulActivations {
   const BlockQ8_0* q8_0 = nullptr;
   const float* q8_0_scale = nullptr;  // [n_tokens, n_cols / 32]
   const int32_t* q8_0_sum = nullptr;  // [n_tokens, n_cols / 32]
-  const int32_t* q8_0_chunk_sum = nullptr;  // [n_tokens, n_cols / 32, 8]
+  const int32_t* q8_0_chunk_bias = nullptr;  // [n_tokens, n_cols / 32, 8]
   const BlockQ8_K* q8_K = nullptr;
   const uint16_t* bf16 = nullptr;  // [n_tokens, n_cols], for BF16 weights where the table has BF16 tiles
 };

@@ -89,8 +89,8 @@ NUCLEUS_AVX2 void q8_0_lanes_half(const PackedRows& w, int64_t g, int half, cons
         const __m256i xb = broadcast4(x.blocks[i].qs + 4 * c);
         const __m256i lo = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, low), xb), ones);
         const __m256i hi = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), xb), ones);
-        const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4)),
-                                             _mm256_set1_epi32(128 * x.chunk_sum[8 * i + c]));
+        const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4)),
+                                             _mm256_set1_epi32(x.chunk_bias[8 * i + c]));
         acc[t][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), d, acc[t][c]);
       }
     }

@@ -88,11 +88,11 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
     for (int t = 0; t < N; ++t) {
       const int64_t i = (t0 + t) * nb + b;
       const int8_t* xq = x.blocks[i].qs;
-      const int32_t* chunk_sum = x.chunk_sum + 8 * i;
+      const int32_t* chunk_bias = x.chunk_bias + 8 * i;
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
       for (int c = 0; c < 8; ++c) {
         // Starting from −128·Σx removes the +128 offset of the unsigned weights exactly.
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(-128 * chunk_sum[c]), wq[c], broadcast4(xq + 4 * c));
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[c]), wq[c], broadcast4(xq + 4 * c));
         acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t][c]);
       }
     }

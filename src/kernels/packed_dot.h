@@ -19,7 +19,8 @@ struct PackedActivations {
   const BlockQ8_0* blocks = nullptr;  // [n_tokens, n_blocks]
   const float* scale = nullptr;       // [n_tokens, n_blocks] each block's d as f32
   const int32_t* sum = nullptr;       // [n_tokens, n_blocks] Σ of the block's 32 quants
-  const int32_t* chunk_sum = nullptr; // [n_tokens, n_blocks, 8] Σ of each 4 consecutive quants
+  const int32_t* chunk_bias = nullptr; // [n_tokens, n_blocks, 8] −128 · Σ of each 4 consecutive quants: the
+                                      // start of an unsigned (q + 128) Q8_0 weight chunk's integer dot
   int64_t n_blocks = 0;
 };
 

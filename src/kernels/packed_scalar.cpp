@@ -27,7 +27,7 @@ void packed_q8_0_lanes(const PackedRows& w, int64_t g, const PackedActivations& 
         const int8_t* xq = x.blocks[base + b].qs;
         const float d = f16_to_f32(w.block_scales(g, b)[row]) * x.scale[base + b];
         for (int l = 0; l < 8; ++l) {
-          int32_t sum = -128 * x.chunk_sum[(base + b) * 8 + l];
+          int32_t sum = x.chunk_bias[(base + b) * 8 + l];
           for (int col = 4 * l; col < 4 * l + 4; ++col) sum += static_cast<int32_t>(stored_q8_0(block, row, col)) * xq[col];
           lanes[l] = std::fma(static_cast<float>(sum), d, lanes[l]);
         }

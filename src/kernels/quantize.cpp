@@ -39,15 +39,16 @@ void quantize_activations_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
 }
 
 void quantize_q8_0_row_scalar(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum,
-                              int32_t* chunk_sum) {
+                              int32_t* chunk_bias) {
   quantize_activations_q8_0(x, blocks, k);
   for (int64_t b = 0; b < k / kQK8_0; ++b) {
     scale[b] = f16_to_f32(blocks[b].d);
     int32_t s = 0;
     for (int c = 0; c < 8; ++c) {
       const int8_t* q = blocks[b].qs + 4 * c;
-      chunk_sum[8 * b + c] = q[0] + q[1] + q[2] + q[3];
-      s += chunk_sum[8 * b + c];
+      const int32_t chunk = q[0] + q[1] + q[2] + q[3];
+      chunk_bias[8 * b + c] = -128 * chunk;
+      s += chunk;
     }
     sum[b] = s;
   }

@@ -10,17 +10,17 @@
 namespace nucleus {
 
 // x[k] → k / 32 Q8_0 blocks plus what the packed kernels (kernels/packed_dot.h) read per block:
-// scale[b] = the block's d as f32, sum[b] = Σ of its 32 quants, chunk_sum[8b + c] = Σ of quants
+// scale[b] = the block's d as f32, sum[b] = Σ of its 32 quants, chunk_bias[8b + c] = −128 · Σ of quants
 // 4c..4c+3.
 using QuantizeQ8_0Row = void (*)(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum,
-                                 int32_t* chunk_sum);
+                                 int32_t* chunk_bias);
 // x[k] → k / 256 Q8_K blocks.
 using QuantizeQ8_KRow = void (*)(const float* x, BlockQ8_K* y, int64_t k);
 
 void quantize_q8_0_row_scalar(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum,
-                              int32_t* chunk_sum);
+                              int32_t* chunk_bias);
 void quantize_q8_0_row_avx512(const float* x, int64_t k, BlockQ8_0* blocks, float* scale, int32_t* sum,
-                              int32_t* chunk_sum);
+                              int32_t* chunk_bias);
 void quantize_q8_K_row_avx512(const float* x, BlockQ8_K* y, int64_t k);
 
 }  // namespace nucleus

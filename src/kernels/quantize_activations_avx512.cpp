@@ -39,7 +39,7 @@ NUCLEUS_AVX512_QUANT inline __m512 abs_ps(__m512 v) {
 }  // namespace
 
 NUCLEUS_AVX512_QUANT void quantize_q8_0_row_avx512(const float* x, int64_t k, BlockQ8_0* blocks, float* scale,
-                                                   int32_t* sum, int32_t* chunk_sum) {
+                                                   int32_t* sum, int32_t* chunk_bias) {
   for (int64_t b = 0; b < k / kQK8_0; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + b * kQK8_0), v1 = _mm512_loadu_ps(x + b * kQK8_0 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(abs_ps(v0), _mm512_max_ps(abs_ps(v1), _mm512_setzero_ps())));
@@ -57,7 +57,8 @@ NUCLEUS_AVX512_QUANT void quantize_q8_0_row_avx512(const float* x, int64_t k, Bl
     // Lane 0 of each 128-bit quarter holds its chunk's sum: quarters 0..3 of q0, then of q1.
     const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 28, 24, 20, 16, 12, 8, 4, 0);
     const __m256i chunks = _mm512_castsi512_si256(_mm512_permutex2var_epi32(quads0, pick, quads1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(chunk_sum + 8 * b), chunks);
+    const __m256i bias = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(chunks, 7));  // −128 · Σ
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(chunk_bias + 8 * b), bias);
     sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     scale[b] = f16_to_f32(blocks[b].d);
   }
