@@ -130,6 +130,14 @@ PackedKQuantKernel packed_kquant_kernel(const DotKernels& kernels, GgmlType type
   }
 }
 
+PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0: return kernels.packed_q4_0;
+    case GgmlType::Q8_0: return kernels.packed_q8_0;
+    default: return nullptr;
+  }
+}
+
 bool packable(GgmlType type, const DotKernels& kernels) {
   return packable(type) || packed_kquant_kernel(kernels, type) != nullptr;
 }
@@ -377,13 +385,13 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
   if (scratch.profile)
     scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (w.packed) {
-    // Every token count: the packed Q4_K kernel beats the K-quant tiles from 1 to 128 tokens
+    // Every token count: the packed K-quant kernels beat the K-quant tiles from 1 to 128 tokens
     // (kernels_bench gemm/Q4_K/avx512, one thread, Zen 5: 160 vs 89 G multiply-adds/s at 8 tokens,
-    // 153 vs 125 at 128).
-    if (const PackedKQuantKernel kquant = packed_kquant_kernel(kernels, w.type)) return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
-    const PackedGroupKernel kernel = w.type == GgmlType::Q4_0 ? kernels.packed_q4_0
-                                     : w.type == GgmlType::Q8_0 ? kernels.packed_q8_0 : nullptr;
-    if (kernel) return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
+    // 153 vs 125 at 128; Q5_K and Q6_K alike).
+    if (const PackedKQuantKernel kquant = packed_kquant_kernel(kernels, w.type))
+      return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
+    if (const PackedGroupKernel kernel = packed_group_kernel(kernels, w.type))
+      return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
   }
   if (const KQuantTileKernels* tiles = kquant_tile_kernels(kernels, w.type, n_tokens))
     return matmul_kquant_tiles(*tiles, w, a, n_tokens, y, parallel, n_threads, scratch);

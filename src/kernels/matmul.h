@@ -79,6 +79,7 @@ void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, in
 // table has their packed kernels), the K-quants where the table has a packed kernel for them.
 bool packable(GgmlType type, const DotKernels& kernels);
 PackedKQuantKernel packed_kquant_kernel(const DotKernels& kernels, GgmlType type);  // null where none
+PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type);    // Q4_0, Q8_0; else null
 // Packs w's rows for the packed kernels when packable(w.type, kernels); otherwise a no-op.
 // The packing's memory comes from `arena` when given (a model's weights share huge pages).
 // A packed matrix's row-major rows stay where they were: the tables without its packed kernel read them.
