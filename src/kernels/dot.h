@@ -8,6 +8,7 @@
 
 #include "kernels/kquant_tile.h"
 #include "kernels/packed_dot.h"
+#include "kernels/packed_f16.h"
 #include "kernels/packed_kquant.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_activations.h"
@@ -55,6 +56,9 @@ struct DotKernels {
   // Several F16 rows × several tokens per call (kernels/tile_f16.h), bit-identical to dot_f16_f32;
   // nullptr where a table has none (matmul then uses dotn_f16_f32 row by row).
   F16TileKernel tile_f16_f32 = nullptr;
+  // Groups of packed F16 rows (kernels/packed_f16.h): the same tile on a forward stream; only where
+  // a table has it are F16 matrices packed at load.
+  PackedF16Kernel packed_f16 = nullptr;
   // Two K-quant rows × up to four tokens per call (kernels/kquant_tile.h), bit-identical to
   // dot_q*_K_q8_K; nullptr where a table has none (matmul then uses the dotn/dot kernels).
   KQuantTileKernels tile_q4_K = {}, tile_q5_K = {}, tile_q6_K = {};

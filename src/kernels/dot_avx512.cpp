@@ -6,6 +6,7 @@
 #define NUCLEUS_PACKED_Q4_0 packed_q4_0_avx512
 #define NUCLEUS_PACKED_Q8_0 packed_q8_0_avx512
 #define NUCLEUS_TILE_F16 tile_f16_f32_avx512
+#define NUCLEUS_PACKED_F16 packed_f16_f32_avx512
 #define NUCLEUS_KQUANT_VNNI512 1
 #define NUCLEUS_BF16_TILES 1  // where cpu_has_avx512_bf16()
 #include "kernels/dot_kquant_avx512.h"

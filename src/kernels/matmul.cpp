@@ -138,13 +138,19 @@ PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type) 
   }
 }
 
-bool packable(GgmlType type, const DotKernels& kernels) {
-  return packable(type) || packed_kquant_kernel(kernels, type) != nullptr;
+bool packable(const WeightMatrix& w, const DotKernels& kernels) {
+  return packable(w.type) || packed_kquant_kernel(kernels, w.type) != nullptr ||
+         (kernels.packed_f16 && packable_f16(w));
 }
 
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
-  if (w.packed || !packable(w.type, kernels)) return;
-  w.packed = packable(w.type) ? pack_rows(w, n_threads, arena) : pack_rows_kquant(w, n_threads, arena);
+  if (w.packed || !packable(w, kernels)) return;
+  if (packable(w.type))
+    w.packed = pack_rows(w, n_threads, arena);
+  else if (w.type == GgmlType::F16)
+    w.packed = pack_rows_f16(w, n_threads, arena);
+  else
+    w.packed = pack_rows_kquant(w, n_threads, arena);
 }
 
 bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
@@ -191,6 +197,7 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
 constexpr int64_t kF16RowTile = 48;  // the same for F16 and BF16 tiles: a multiple of every f16/bf16_tile_rows()
+static_assert(kF16RowTile % kPackedF16Rows == 0);
 
 // y[t0 .. t0+n) (n ≤ kDotTokens) for one row through the multi-token kernel; false when the table has none.
 bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& a,
@@ -373,6 +380,43 @@ void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const 
   });
 }
 
+// Packed F16 weights (kernels/packed_f16.h): groups of kPackedF16Rows rows through the packed tile.
+// One token: one contiguous share of the groups per thread; more: tasks of kF16RowTile rows handed
+// out dynamically, each running its groups past token groups of near-equal size (≤ 6 tokens, the
+// tile's), as the row-major F16 path does.
+void matmul_packed_f16(PackedF16Kernel kernel, const PackedRows& p, const float* x, int64_t n_tokens, float* y,
+                       bool parallel, int n_threads, MatmulScratch& scratch) {
+  const int64_t m = p.n_rows, k = p.n_cols;
+  auto run_groups = [&](int64_t g_begin, int64_t g_end, int64_t t0, int n) {
+    const float* xs[kDotTokens];
+    for (int j = 0; j < n; ++j) xs[j] = x + (t0 + j) * k;
+    float out[kPackedF16Rows * kDotTokens];
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      kernel(reinterpret_cast<const uint16_t*>(p.group(g)), xs, n, k, out);
+      const int64_t r0 = g * kPackedF16Rows;
+      const int n_valid = static_cast<int>(std::min<int64_t>(kPackedF16Rows, m - r0));
+      for (int i = 0; i < n_valid; ++i)
+        for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
+    }
+  };
+  if (n_tokens == 1) {
+    const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
+    run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+      run_groups(p.n_groups * share / n_shares, p.n_groups * (share + 1) / n_shares, 0, 1);
+    });
+    return;
+  }
+  constexpr int64_t kGroupsPerTask = kF16RowTile / kPackedF16Rows;
+  const int64_t n_tasks = (p.n_groups + kGroupsPerTask - 1) / kGroupsPerTask;
+  const int64_t n_token_groups = (n_tokens + kPackedF16MaxTokens - 1) / kPackedF16MaxTokens;
+  const int64_t group_size = (n_tokens + n_token_groups - 1) / n_token_groups;
+  run_tasks(n_tasks, parallel, n_threads, /*dynamic=*/true, scratch, [&](int64_t task, int) {
+    const int64_t g_begin = task * kGroupsPerTask, g_end = std::min(p.n_groups, g_begin + kGroupsPerTask);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size)
+      run_groups(g_begin, g_end, t0, static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0)));
+  });
+}
+
 }  // namespace
 
 namespace {
@@ -392,6 +436,8 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
       return matmul_packed_kquant(kquant, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
     if (const PackedGroupKernel kernel = packed_group_kernel(kernels, w.type))
       return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
+    if (w.type == GgmlType::F16 && kernels.packed_f16)
+      return matmul_packed_f16(kernels.packed_f16, *w.packed, a.f32, n_tokens, y, parallel, n_threads, scratch);
   }
   if (const KQuantTileKernels* tiles = kquant_tile_kernels(kernels, w.type, n_tokens))
     return matmul_kquant_tiles(*tiles, w, a, n_tokens, y, parallel, n_threads, scratch);

@@ -20,7 +20,7 @@ struct WeightMatrix {
   int64_t n_cols = 0;     // input features (k)
   int64_t n_rows = 0;     // output features (m)
   size_t row_bytes = 0;   // bytes per stored row
-  // Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K: the same rows re-laid out for SIMD across rows (pack_weights); matmul uses
+  // Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / F16: the same rows re-laid out for SIMD (pack_weights); matmul uses
   // it when present and the table has its kernel. Shared, so copies of a model's weights share one packing.
   std::shared_ptr<const PackedRows> packed;
   // The memory `data` points into after copy_to_weight_memory (null while it is the file's).
@@ -75,12 +75,13 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
 void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             int n_threads, MatmulScratch& scratch);
 
-// Whether pack_weights packs a matrix of this type for this table: Q4_0 and Q8_0 always (every
-// table has their packed kernels), the K-quants where the table has a packed kernel for them.
-bool packable(GgmlType type, const DotKernels& kernels);
+// Whether pack_weights packs this matrix for this table: Q4_0 and Q8_0 always (every table has their
+// packed kernels), the K-quants and F16 (rows of a multiple of 16 columns) where the table has a
+// packed kernel for them.
+bool packable(const WeightMatrix& w, const DotKernels& kernels);
 PackedKQuantKernel packed_kquant_kernel(const DotKernels& kernels, GgmlType type);  // null where none
 PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type);    // Q4_0, Q8_0; else null
-// Packs w's rows for the packed kernels when packable(w.type, kernels); otherwise a no-op.
+// Packs w's rows for the packed kernels when packable(w, kernels); otherwise a no-op.
 // The packing's memory comes from `arena` when given (a model's weights share huge pages).
 // A packed matrix's row-major rows stay where they were: the tables without its packed kernel read them.
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena = nullptr,

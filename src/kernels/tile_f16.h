@@ -8,7 +8,8 @@
 // tail and the same final reduction.
 //
 // (Splitting the columns into chunks so the activations stay in L1 across row groups was tried:
-// on TinyLlama shapes it measured no faster, so the kernel runs whole rows.)
+// on TinyLlama shapes it measured no faster, so the kernel runs whole rows.) The same tile also
+// runs on packed row groups (kernels/packed_f16.h), where the weights are one forward stream.
 #pragma once
 #include <cstdint>
 

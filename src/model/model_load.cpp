@@ -265,10 +265,10 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   if (w.per_layer_model_proj.data) matrices.push_back(&w.per_layer_model_proj);
   // Every matrix of a mapped file: from the arena even the small ones stream from 2 MiB pages.
   const DotKernels& kernels = select_dot_kernels();
-  auto will_copy = [&](const WeightMatrix& m) { return !packable(m.type, kernels) && file->mapped(); };
+  auto will_copy = [&](const WeightMatrix& m) { return !packable(m, kernels) && file->mapped(); };
   size_t moving = 0;
   for (const WeightMatrix* m : matrices)
-    if (packable(m->type, kernels) || will_copy(*m)) moving += m->bytes();
+    if (packable(*m, kernels) || will_copy(*m)) moving += m->bytes();
   // The weights are read on every token: they must fit in memory (ModelLoadOptions).
   const size_t tensor_bytes = file->file_size() - std::min(file->file_size(), file->data_offset());
   const size_t available = options.available_memory > 0 ? options.available_memory : available_memory_bytes();
