@@ -66,6 +66,7 @@ struct DotKernels {
   // by round_to_bf16 and every token count through these tiles, as llama.cpp does; nullptr
   // elsewhere (matmul then uses dot_bf16_f32 on f32 activations).
   BF16TileKernel tile_bf16 = nullptr;
+  PackedBF16Kernel packed_bf16 = nullptr;  // the BF16 tile on packed groups (kernels/packed_f16.h), with tile_bf16
   RoundToBF16 round_to_bf16 = round_to_bf16_scalar;
   // Activation rows for the integer kernels (kernels/quantize_activations.h): the same bytes on
   // every table, faster where the ISA has a version.

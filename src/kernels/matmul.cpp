@@ -139,16 +139,16 @@ PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type) 
 }
 
 bool packable(const WeightMatrix& w, const DotKernels& kernels) {
-  return packable(w.type) || packed_kquant_kernel(kernels, w.type) != nullptr ||
-         (kernels.packed_f16 && packable_f16(w));
+  const bool half_kernel = w.type == GgmlType::F16 ? kernels.packed_f16 != nullptr : kernels.packed_bf16 != nullptr;
+  return packable(w.type) || packed_kquant_kernel(kernels, w.type) != nullptr || (half_kernel && packable_half(w));
 }
 
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
   if (w.packed || !packable(w, kernels)) return;
   if (packable(w.type))
     w.packed = pack_rows(w, n_threads, arena);
-  else if (w.type == GgmlType::F16)
-    w.packed = pack_rows_f16(w, n_threads, arena);
+  else if (w.type == GgmlType::F16 || w.type == GgmlType::BF16)
+    w.packed = pack_rows_half(w, n_threads, arena);
   else
     w.packed = pack_rows_kquant(w, n_threads, arena);
 }
@@ -197,7 +197,7 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
 constexpr int64_t kF16RowTile = 48;  // the same for F16 and BF16 tiles: a multiple of every f16/bf16_tile_rows()
-static_assert(kF16RowTile % kPackedF16Rows == 0);
+static_assert(kF16RowTile % kPackedHalfRows == 0);
 
 // y[t0 .. t0+n) (n ≤ kDotTokens) for one row through the multi-token kernel; false when the table has none.
 bool dot_row_tokens(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const MatmulActivations& a,
@@ -380,21 +380,23 @@ void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const 
   });
 }
 
-// Packed F16 weights (kernels/packed_f16.h): groups of kPackedF16Rows rows through the packed tile.
+// Packed F16 or BF16 weights (kernels/packed_f16.h): groups of kPackedHalfRows rows through the
+// packed tile, against activation rows x[n_tokens, n_cols] (f32 for F16, BF16-rounded for BF16).
 // One token: one contiguous share of the groups per thread; more: tasks of kF16RowTile rows handed
 // out dynamically, each running its groups past token groups of near-equal size (≤ 6 tokens, the
 // tile's), as the row-major F16 path does.
-void matmul_packed_f16(PackedF16Kernel kernel, const PackedRows& p, const float* x, int64_t n_tokens, float* y,
-                       bool parallel, int n_threads, MatmulScratch& scratch) {
+template <typename Activation, typename Kernel>
+void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x, int64_t n_tokens, float* y,
+                        bool parallel, int n_threads, MatmulScratch& scratch) {
   const int64_t m = p.n_rows, k = p.n_cols;
   auto run_groups = [&](int64_t g_begin, int64_t g_end, int64_t t0, int n) {
-    const float* xs[kDotTokens];
+    const Activation* xs[kDotTokens];
     for (int j = 0; j < n; ++j) xs[j] = x + (t0 + j) * k;
-    float out[kPackedF16Rows * kDotTokens];
+    float out[kPackedHalfRows * kDotTokens];
     for (int64_t g = g_begin; g < g_end; ++g) {
       kernel(reinterpret_cast<const uint16_t*>(p.group(g)), xs, n, k, out);
-      const int64_t r0 = g * kPackedF16Rows;
-      const int n_valid = static_cast<int>(std::min<int64_t>(kPackedF16Rows, m - r0));
+      const int64_t r0 = g * kPackedHalfRows;
+      const int n_valid = static_cast<int>(std::min<int64_t>(kPackedHalfRows, m - r0));
       for (int i = 0; i < n_valid; ++i)
         for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
     }
@@ -406,9 +408,9 @@ void matmul_packed_f16(PackedF16Kernel kernel, const PackedRows& p, const float*
     });
     return;
   }
-  constexpr int64_t kGroupsPerTask = kF16RowTile / kPackedF16Rows;
+  constexpr int64_t kGroupsPerTask = kF16RowTile / kPackedHalfRows;
   const int64_t n_tasks = (p.n_groups + kGroupsPerTask - 1) / kGroupsPerTask;
-  const int64_t n_token_groups = (n_tokens + kPackedF16MaxTokens - 1) / kPackedF16MaxTokens;
+  const int64_t n_token_groups = (n_tokens + kPackedHalfMaxTokens - 1) / kPackedHalfMaxTokens;
   const int64_t group_size = (n_tokens + n_token_groups - 1) / n_token_groups;
   run_tasks(n_tasks, parallel, n_threads, /*dynamic=*/true, scratch, [&](int64_t task, int) {
     const int64_t g_begin = task * kGroupsPerTask, g_end = std::min(p.n_groups, g_begin + kGroupsPerTask);
@@ -437,7 +439,9 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     if (const PackedGroupKernel kernel = packed_group_kernel(kernels, w.type))
       return matmul_packed(kernel, *w.packed, a, n_tokens, y, parallel, n_threads, scratch);
     if (w.type == GgmlType::F16 && kernels.packed_f16)
-      return matmul_packed_f16(kernels.packed_f16, *w.packed, a.f32, n_tokens, y, parallel, n_threads, scratch);
+      return matmul_packed_half(kernels.packed_f16, *w.packed, a.f32, n_tokens, y, parallel, n_threads, scratch);
+    if (w.type == GgmlType::BF16 && kernels.packed_bf16 && a.bf16)
+      return matmul_packed_half(kernels.packed_bf16, *w.packed, a.bf16, n_tokens, y, parallel, n_threads, scratch);
   }
   if (const KQuantTileKernels* tiles = kquant_tile_kernels(kernels, w.type, n_tokens))
     return matmul_kquant_tiles(*tiles, w, a, n_tokens, y, parallel, n_threads, scratch);

@@ -4,14 +4,17 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-// GCC 12's own header: a false "maybe uninitialized" inside _mm512_extractf64x4_pd (as in tile_f16_avx512.cpp).
+// GCC 12's own header: a false "maybe uninitialized" inside _mm512_extractf64x4_pd (as in
+// tile_f16_avx512.cpp; "is used uninitialized" where the row count is a constant).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/dispatch_tokens.h"
 #include "kernels/dot.h"
 #include "kernels/horizontal_sum_x86.h"
 #include "kernels/tile_rows.h"
 #include "kernels/tile_bf16.h"
+#include "kernels/packed_f16.h"
 
 #define NUCLEUS_AVX512_BF16 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16")))
 
@@ -28,23 +31,45 @@ NUCLEUS_AVX512_BF16 inline __m512 dot_step(__m512 acc, __m512i w, __m512i x) {
   return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
 }
 
-// R rows × N tokens (kernels/tile_rows.h: a partial tile repeats its last row).
-template <int R, int N>
-NUCLEUS_AVX512_BF16 void tile(const uint16_t* const* rows, int n_rows, const uint16_t* const* ahead_rows,
-                              const uint16_t* const* x, int64_t n, float* out) {
-  const TileRows<R> tile_rows(rows, n_rows, ahead_rows);
-  const uint16_t* const* w = tile_rows.w;
-  const uint16_t* const* ahead = tile_rows.ahead;
+// Where row r's columns i .. i+31 of a tile sit (i a multiple of 32), and what to prefetch meanwhile
+// (as in tile_f16_avx512.cpp). Row-major rows (kernels/tile_rows.h: a partial tile repeats its last
+// row), prefetching the next tile's rows at the same column.
+template <int R>
+struct RowMajorTile {
+  TileRows<R> rows;
+  const uint16_t* at(int r, int64_t i) const { return rows.w[r] + i; }
+  template <int N>
+  NUCLEUS_AVX512_BF16 void prefetch(int64_t i) const {
+    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(rows.ahead[r] + i), _MM_HINT_T0);
+  }
+};
+
+// A packed group of kPackedHalfRows rows (kernels/packed_f16.h): chunk i / 32 holds the 32 columns of
+// all 4 rows, 256 bytes, one forward stream; from two tokens its four lines 4 KB further on are
+// prefetched (one token reads too fast for it, as measured for F16).
+struct PackedBF16Tile {
+  const uint16_t* group;
+  const uint16_t* at(int r, int64_t i) const { return group + kPackedHalfRows * i + kPackedBF16Chunk * r; }
+  template <int N>
+  NUCLEUS_AVX512_BF16 void prefetch(int64_t i) const {
+    if constexpr (N > 1)
+      for (int line = 0; line < 4; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(at(0, i) + 2048 + 32 * line), _MM_HINT_T0);
+  }
+};
+
+// R rows × N tokens; columns past the last multiple of 32 (row-major only: a packed matrix has none)
+// load as zeros.
+template <int R, int N, class Tile>
+NUCLEUS_AVX512_BF16 void tile(const Tile& w, int n_rows, const uint16_t* const* x, int64_t n, float* out) {
   __m512 acc[R][N];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < N; ++j) acc[r][j] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
+    w.template prefetch<N>(i);
     __m512i wv[R];
-    for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + i), _MM_HINT_T0);
-      wv[r] = _mm512_loadu_si512(w[r] + i);
-    }
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(w.at(r, i));
     for (int j = 0; j < N; ++j) {
       __m512i xv = _mm512_loadu_si512(x[j] + i);
       __asm__("" : "+v"(xv));  // one load per token, not one folded into each of the R products
@@ -54,7 +79,7 @@ NUCLEUS_AVX512_BF16 void tile(const uint16_t* const* rows, int n_rows, const uin
   if (i < n) {  // the last partial step: columns past n load as zeros
     const __mmask32 valid = static_cast<__mmask32>((uint64_t{1} << (n - i)) - 1);
     __m512i wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = _mm512_maskz_loadu_epi16(valid, w[r] + i);
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_maskz_loadu_epi16(valid, w.at(r, i));
     for (int j = 0; j < N; ++j) {
       const __m512i xv = _mm512_maskz_loadu_epi16(valid, x[j] + i);
       for (int r = 0; r < R; ++r) acc[r][j] = dot_step(acc[r][j], wv[r], xv);
@@ -67,7 +92,14 @@ NUCLEUS_AVX512_BF16 void tile(const uint16_t* const* rows, int n_rows, const uin
 template <int N>
 NUCLEUS_AVX512_BF16 void tile_tokens(const uint16_t* const* w, int n_rows, const uint16_t* const* ahead,
                                      const uint16_t* const* x, int64_t n, float* out) {
-  tile<bf16_tile_rows(N), N>(w, n_rows, ahead, x, n, out);
+  constexpr int R = bf16_tile_rows(N);
+  tile<R, N>(RowMajorTile<R>{TileRows<R>(w, n_rows, ahead)}, n_rows, x, n, out);
+}
+
+template <int N>
+NUCLEUS_AVX512_BF16 void packed_tokens(const uint16_t* group, const uint16_t* const* x, int64_t n, float* out) {
+  static_assert(bf16_tile_rows(N) == kPackedHalfRows);
+  tile<kPackedHalfRows, N>(PackedBF16Tile{group}, kPackedHalfRows, x, n, out);
 }
 
 }  // namespace
@@ -76,6 +108,18 @@ NUCLEUS_AVX512_BF16 void tile_bf16_avx512(const uint16_t* const* w, int n_rows, 
                                           const uint16_t* const* x, int n_tokens, int64_t n, float* out) {
   static_assert(kDotTokens == 8);
   NUCLEUS_DISPATCH_TOKENS(tile_tokens, w, n_rows, ahead, x, n, out)
+}
+
+NUCLEUS_AVX512_BF16 void packed_bf16_avx512(const uint16_t* group, const uint16_t* const* x, int n_tokens, int64_t n,
+                                            float* out) {
+  switch (n_tokens) {
+    case 1: return packed_tokens<1>(group, x, n, out);
+    case 2: return packed_tokens<2>(group, x, n, out);
+    case 3: return packed_tokens<3>(group, x, n, out);
+    case 4: return packed_tokens<4>(group, x, n, out);
+    case 5: return packed_tokens<5>(group, x, n, out);
+    default: return packed_tokens<6>(group, x, n, out);
+  }
 }
 
 // f32_to_bf16 on 16 values at once: NaN → its high half with the quiet bit; otherwise

@@ -37,12 +37,12 @@ struct RowMajorTile {
   NUCLEUS_AVX512 float element(int r, int64_t t) const { return _cvtsh_ss(rows.w[r][t]); }
 };
 
-// A packed group of kPackedF16Rows rows (kernels/packed_f16.h): chunk i / 16 holds the 16 columns
+// A packed group of kPackedHalfRows rows (kernels/packed_f16.h): chunk i / 16 holds the 16 columns
 // of all 4 rows, 128 bytes, one forward stream.
 struct PackedF16Tile {
   static constexpr bool kRowMajor = false;
   const uint16_t* group;
-  const uint16_t* at(int r, int64_t i) const { return group + kPackedF16Rows * i + kPackedF16Chunk * r; }
+  const uint16_t* at(int r, int64_t i) const { return group + kPackedHalfRows * i + kPackedF16Chunk * r; }
   // The two lines of the chunk 4 KB further on: many tokens per chunk leave the stream time to
   // fall behind (kernels_bench gemm/F16/avx512/16 and /128, one thread, Zen 5: 76-84 and 84-87 G
   // multiply-adds/s, none 49-53 and 80-83, the next group's chunk 61-77 and 79-83, 2 KB ahead 77-78
@@ -115,8 +115,8 @@ NUCLEUS_AVX512 void tile_tokens(const uint16_t* const* w, int n_rows, const uint
 
 template <int N>
 NUCLEUS_AVX512 void packed_tokens(const uint16_t* group, const float* const* x, int64_t n, float* out) {
-  static_assert(f16_tile_rows(N) == kPackedF16Rows);
-  tile<kPackedF16Rows, N>(PackedF16Tile{group}, kPackedF16Rows, x, n, out);
+  static_assert(f16_tile_rows(N) == kPackedHalfRows);
+  tile<kPackedHalfRows, N>(PackedF16Tile{group}, kPackedHalfRows, x, n, out);
 }
 
 }  // namespace
