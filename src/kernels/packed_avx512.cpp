@@ -2,8 +2,6 @@
 // 4 columns × 16 rows × 1 token (unsigned weights × signed activations, exact int32 sums).
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/packed_dot.h"
 #include "kernels/packed_lanes_avx512.h"
 
