@@ -15,3 +15,14 @@
     case 7: return kernel<7>(__VA_ARGS__);   \
     default: return kernel<8>(__VA_ARGS__);  \
   }
+
+// The same for kernels of at most 6 tokens (the packed F16/BF16 tiles, kernels/packed_f16.h): more counts as 6.
+#define NUCLEUS_DISPATCH_TOKENS_6(kernel, ...) \
+  switch (n_tokens) {                          \
+    case 1: return kernel<1>(__VA_ARGS__);     \
+    case 2: return kernel<2>(__VA_ARGS__);     \
+    case 3: return kernel<3>(__VA_ARGS__);     \
+    case 4: return kernel<4>(__VA_ARGS__);     \
+    case 5: return kernel<5>(__VA_ARGS__);     \
+    default: return kernel<6>(__VA_ARGS__);    \
+  }

@@ -112,14 +112,7 @@ NUCLEUS_AVX512_BF16 void tile_bf16_avx512(const uint16_t* const* w, int n_rows, 
 
 NUCLEUS_AVX512_BF16 void packed_bf16_avx512(const uint16_t* group, const uint16_t* const* x, int n_tokens, int64_t n,
                                             float* out) {
-  switch (n_tokens) {
-    case 1: return packed_tokens<1>(group, x, n, out);
-    case 2: return packed_tokens<2>(group, x, n, out);
-    case 3: return packed_tokens<3>(group, x, n, out);
-    case 4: return packed_tokens<4>(group, x, n, out);
-    case 5: return packed_tokens<5>(group, x, n, out);
-    default: return packed_tokens<6>(group, x, n, out);
-  }
+  NUCLEUS_DISPATCH_TOKENS_6(packed_tokens, group, x, n, out)
 }
 
 // f32_to_bf16 on 16 values at once: NaN → its high half with the quiet bit; otherwise
