@@ -55,6 +55,9 @@ TEST(StructuredRegexTable, FullMatch) {
       {"[\\]\\-^]", {"]", "-", "^"}, {"a", "\\"}},
       {"[^]", {"a", "\n"}, {"", "ab"}},
       {"x{,2}", {"x{,2}"}, {"xx"}},  // not a quantifier in ECMAScript: literal braces
+      // A literal brace after a quantifier leaves that quantifier as it was (found by fuzz_regex:
+      // probing "{6,5=W}" once rewrote the "+" into {6,5}).
+      {"a+{6,5=W}", {"a{6,5=W}", "aaa{6,5=W}"}, {"{6,5=W}", "aaaaaa"}},
       {"^dev|alpha$", {"dev", "alpha"}, {"devalpha"}},
       {"[\\uD83D\\uDE00-\\uD83D\\uDE02]", {"\xF0\x9F\x98\x81"}, {"\xF0\x9F\x98\x83"}},
   };

@@ -402,7 +402,11 @@ class RegexParser {
       fail("quantifier on an anchor", at);
     if (peek_is('?')) ++pos_;  // lazy: the same language
     if (peek_is('+')) fail("possessive quantifier");
-    if (peek_is('*') || peek_is('?') || (peek_is('{') && read_braces(min, max) > 0)) fail("nothing to repeat");
+    // A second quantifier repeats nothing. Probed into scratch: read_braces writes its counts even
+    // when the brace turns out to be a literal ("a+{6,5=W}"), which must not change this one's.
+    size_t next_min = 0;
+    std::optional<size_t> next_max;
+    if (peek_is('*') || peek_is('?') || (peek_is('{') && read_braces(next_min, next_max) > 0)) fail("nothing to repeat");
     RegexNode repeat;
     repeat.kind = RegexNode::Kind::repeat;
     repeat.position = atom.position;
