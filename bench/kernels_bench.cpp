@@ -4,10 +4,10 @@
 //                         stream rate the decode roofline is about
 //   gemm/<type>/<isa>/N   the same matrix times N tokens (prefill, batched decode) — items/s counts
 //                         multiply-adds, i.e. arithmetic throughput
-//   stream/<type>/<isa>/T one token through 64 such matrices in turn (~420 MB at Q4_0, out of every
-//                         cache, on huge pages like a loaded model's), T threads — bytes/s is the
-//                         rate the kernel streams weights from DRAM, decode's roofline without the
-//                         model's other operators
+//   stream/<type>/<isa>/T/N  N tokens (1, or 5 as in a γ = 4 verification) through 64 such matrices
+//                         in turn (~420 MB at Q4_0, out of every cache, on huge pages like a loaded
+//                         model's), T threads — bytes/s is the rate the kernel streams weights from
+//                         DRAM, decode's roofline without the model's other operators
 //   quantize_activations/<Q8_0|Q8_K>/<isa>   one 2048-value activation row quantized (per matmul)
 //   rms_norm, softmax, swiglu, rope   the per-token operators, at model sizes
 // Every ISA this CPU supports is registered; NUCLEUS_ISA does not apply here.
@@ -85,6 +85,7 @@ void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type) {
 
 void stream_tokens(benchmark::State& state, Isa isa, GgmlType type) {
   const int n_threads = static_cast<int>(state.range(0));
+  const int64_t n_tokens = state.range(1);
   constexpr int kMatrices = 64;
   const size_t bytes_each = ggml_row_size(type, kCols) * kRows;
   WeightArena arena(bytes_each * kMatrices + (size_t{1} << 20));
@@ -93,12 +94,12 @@ void stream_tokens(benchmark::State& state, Isa isa, GgmlType type) {
     matrices.push_back(std::make_unique<BenchMatrix>(type, kRows, &arena));
     matrices.back()->bytes = {};  // only the arena copy is read
   }
-  const auto x = normal_values(kCols, 3);
-  std::vector<float> y(kRows);
+  const auto x = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
   MatmulScratch scratch;
   const DotKernels& kernels = dot_kernels_for(isa);
   for (auto _ : state) {
-    for (auto& m : matrices) matmul(kernels, m->w, x.data(), 1, y.data(), n_threads, scratch);
+    for (auto& m : matrices) matmul(kernels, m->w, x.data(), n_tokens, y.data(), n_threads, scratch);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes_each * kMatrices));
@@ -170,7 +171,7 @@ void register_all() {
           ->Arg(2)->Arg(4)->Arg(5)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
       if (type != GgmlType::F32)
         benchmark::RegisterBenchmark(("stream/" + suffix).c_str(), stream_tokens, isa, type)
-            ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+            ->Args({1, 1})->Args({2, 1})->Args({1, 5})->Args({2, 5})->Unit(benchmark::kMillisecond)->UseRealTime();
     }
   }
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {

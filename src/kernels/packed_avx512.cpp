@@ -28,8 +28,9 @@ NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
 
 // Calls block(b, qs, scales) for blocks b = 0..n_blocks-1 of a group (packed_rows.h) in order,
 // walking the pairs with a pointer: computing each block's offset from b took ~10 scalar
-// instructions a block in the one-token loops.
-template <bool kQ4, class Block>
+// instructions a block in the one-token loops. With kAheadBytes, each pair first prefetches its
+// lines kAheadBytes further on.
+template <bool kQ4, size_t kAheadBytes = 0, class Block>
 NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks, Block&& block) {
   constexpr size_t kQsBytes = kQ4 ? 256 : 512;
   constexpr size_t kQs0 = packed_qs_offset(0, kQsBytes), kQs1 = packed_qs_offset(1, kQsBytes);
@@ -38,24 +39,36 @@ NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks
   auto scales = [&](size_t offset) { return reinterpret_cast<const uint16_t*>(pair + offset); };
   int64_t b = 0;
   for (; b + 1 < n_blocks; b += 2, pair += packed_pair_bytes(kQsBytes)) {
+    if constexpr (kAheadBytes > 0)
+      for (size_t line = 0; line < packed_pair_bytes(kQsBytes); line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pair + kAheadBytes + line), _MM_HINT_T0);
     block(b, pair + kQs0, scales(kScales0));
     block(b + 1, pair + kQs1, scales(kScales1));
   }
   if (b < n_blocks) block(b, pair + kQs0, scales(kScales0));
 }
 
-// No software prefetch: with the scales beside their quants a group is one forward stream, which
-// the hardware prefetchers follow. (With all scales after the quants, asking 2 KiB ahead had
-// taken one-token calls from 14.6 to 16.4 GB/s; on this layout, prefetching every line of the pair
-// 8 or 16 pairs ahead made TinyLlama Q4_0's decode 5-10% slower, Zen 5.)
+// One token: no software prefetch. With the scales beside their quants a group is one forward
+// stream, which the hardware prefetchers follow. (With all scales after the quants, asking 2 KiB
+// ahead had taken one-token calls from 14.6 to 16.4 GB/s; on this layout, prefetching every line of
+// the pair 8 or 16 pairs ahead made TinyLlama Q4_0's decode 5-10% slower, Zen 5.)
+// Several tokens: every line 8 KiB ahead (into the next groups at a group's end: a thread's groups
+// are contiguous). There the kernel is compute-bound and the hardware prefetchers alone leave it
+// waiting on DRAM as well: kernels_bench stream/<type>/avx512/T/5, Zen 5, two threads, Q4_0
+// 16-25 -> 26-34 GB/s, Q8_0 17 -> 23-30 (2, 4, 8, 12 and 16 KiB ahead, into L1 or L2, all within
+// the noise of each other); TinyLlama's 5-token verification pass went from 2.16-2.19 to 1.39-1.43
+// one-token steps (Q4_0) and from 2.25-2.32 to 1.55-1.63 (Q8_0).
+// Only the first pass over a group (t0 = 0) asks: the passes for later tokens find it in L2.
+constexpr size_t kPrefetchBytes = 8192;
+constexpr size_t prefetch_bytes(int n_tokens, bool first_pass) { return n_tokens > 1 && first_pass ? kPrefetchBytes : 0; }
 
-template <bool kQ4, int N>
+template <bool kQ4, int N, bool kFirstPass>
 NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   constexpr int kShift = kQ4 ? 3 : 7;  // offset 8 or 128 of the unsigned quants
   const int64_t nb = x.n_blocks;
   __m512 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
-  for_each_block<kQ4>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  for_each_block<kQ4, prefetch_bytes(N, kFirstPass)>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<kQ4>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -80,13 +93,13 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
 
 // Q8_0 in lane order (see packed_dot.h): one float accumulator per 4-column chunk and token, so
 // two tokens fill 16 of the 32 registers.
-template <int N>
+template <int N, bool kFirstPass>
 NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   const int64_t nb = x.n_blocks;
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
-  for_each_block<false>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  for_each_block<false, prefetch_bytes(N, kFirstPass)>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<false>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -110,22 +123,29 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
 }
 
 void q8_0_lanes_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
-  for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2>(w, g, x, t0, out);
-  if (n == 1) q8_0_lanes_tokens<1>(w, g, x, t0, out);
+  if (n >= 2 && t0 == 0) q8_0_lanes_tokens<2, true>(w, g, x, t0, out), n -= 2, t0 += 2, out += 2 * kPackRows;
+  for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2, false>(w, g, x, t0, out);
+  if (n == 1) q8_0_lanes_tokens<1, false>(w, g, x, t0, out);
+}
+
+template <bool kQ4, bool kFirstPass>
+void group_kernel_pass(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  switch (n) {
+    case 1: return group_tokens<kQ4, 1, kFirstPass>(w, g, x, t0, out);
+    case 2: return group_tokens<kQ4, 2, kFirstPass>(w, g, x, t0, out);
+    case 3: return group_tokens<kQ4, 3, kFirstPass>(w, g, x, t0, out);
+    case 4: return group_tokens<kQ4, 4, kFirstPass>(w, g, x, t0, out);
+    case 5: return group_tokens<kQ4, 5, kFirstPass>(w, g, x, t0, out);
+    case 6: return group_tokens<kQ4, 6, kFirstPass>(w, g, x, t0, out);
+    case 7: return group_tokens<kQ4, 7, kFirstPass>(w, g, x, t0, out);
+    default: return group_tokens<kQ4, 8, kFirstPass>(w, g, x, t0, out);
+  }
 }
 
 template <bool kQ4>
 void group_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
-  switch (n) {
-    case 1: return group_tokens<kQ4, 1>(w, g, x, t0, out);
-    case 2: return group_tokens<kQ4, 2>(w, g, x, t0, out);
-    case 3: return group_tokens<kQ4, 3>(w, g, x, t0, out);
-    case 4: return group_tokens<kQ4, 4>(w, g, x, t0, out);
-    case 5: return group_tokens<kQ4, 5>(w, g, x, t0, out);
-    case 6: return group_tokens<kQ4, 6>(w, g, x, t0, out);
-    case 7: return group_tokens<kQ4, 7>(w, g, x, t0, out);
-    default: return group_tokens<kQ4, 8>(w, g, x, t0, out);
-  }
+  if (t0 == 0) group_kernel_pass<kQ4, true>(w, g, x, t0, n, out);
+  else group_kernel_pass<kQ4, false>(w, g, x, t0, n, out);
 }
 
 }  // namespace
