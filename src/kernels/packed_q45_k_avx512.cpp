@@ -130,9 +130,13 @@ NUCLEUS_VNNI512 void q45_K_groups(const PackedRows& w, int64_t g, const BlockQ8_
       case 1: q45_K_group<kQ5, 1>(group, w.n_blocks, x, out); return;
       case 2: q45_K_group<kQ5, 2>(group, w.n_blocks, x, out); return;
       case 3: q45_K_group<kQ5, 3>(group, w.n_blocks, x, out); return;
-      default: q45_K_group<kQ5, 4>(group, w.n_blocks, x, out); break;
+      case 4: q45_K_group<kQ5, 4>(group, w.n_blocks, x, out); return;
+      case 5: q45_K_group<kQ5, 5>(group, w.n_blocks, x, out); return;
+      case 6: q45_K_group<kQ5, 6>(group, w.n_blocks, x, out); return;
+      case 7: q45_K_group<kQ5, 7>(group, w.n_blocks, x, out); return;
+      default: q45_K_group<kQ5, 8>(group, w.n_blocks, x, out); break;
     }
-    x += 4, out += 4 * kPackRows, n_tokens -= 4;
+    x += 8, out += 8 * kPackRows, n_tokens -= 8;
   }
 }
 

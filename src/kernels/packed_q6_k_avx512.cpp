@@ -87,9 +87,13 @@ NUCLEUS_VNNI512 void packed_q6_K_avx512(const PackedRows& w, int64_t g, const Bl
       case 1: q6_K_group<1>(group, w.n_blocks, x, out); return;
       case 2: q6_K_group<2>(group, w.n_blocks, x, out); return;
       case 3: q6_K_group<3>(group, w.n_blocks, x, out); return;
-      default: q6_K_group<4>(group, w.n_blocks, x, out); break;
+      case 4: q6_K_group<4>(group, w.n_blocks, x, out); return;
+      case 5: q6_K_group<5>(group, w.n_blocks, x, out); return;
+      case 6: q6_K_group<6>(group, w.n_blocks, x, out); return;
+      case 7: q6_K_group<7>(group, w.n_blocks, x, out); return;
+      default: q6_K_group<8>(group, w.n_blocks, x, out); break;
     }
-    x += 4, out += 4 * kPackRows, n_tokens -= 4;
+    x += 8, out += 8 * kPackRows, n_tokens -= 8;
   }
 }
 
