@@ -4,6 +4,8 @@
 //                         stream rate the decode roofline is about
 //   gemm/<type>/<isa>/N   the same matrix times N tokens (prefill, batched decode) — items/s counts
 //                         multiply-adds, i.e. arithmetic throughput
+//   gemm_l2/<type>/<isa>/N  a [256 × 2048] matrix times N tokens: in L2, so what the kernel's
+//                         arithmetic allows without waiting on L3 or DRAM
 //   stream/<type>/<isa>/T/N  N tokens (1, or 5 as in a γ = 4 verification) through 64 such matrices
 //                         in turn (~420 MB at Q4_0, out of every cache, on huge pages like a loaded
 //                         model's), T threads — bytes/s is the rate the kernel streams weights from
@@ -29,6 +31,7 @@ namespace nucleus {
 namespace {
 
 constexpr int64_t kCols = 2048, kRows = 5632;
+constexpr int64_t kL2Rows = 256;  // gemm_l2: a matrix that stays in L2 (≤ 1 MiB up to F16), the arithmetic bound
 
 std::vector<float> normal_values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -64,15 +67,15 @@ void dot(benchmark::State& state, Isa isa, GgmlType type) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m.w.row_bytes));
 }
 
-void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type) {
+void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type, int64_t rows) {
   const int64_t n_tokens = state.range(0);
-  static std::vector<std::unique_ptr<BenchMatrix>> cache;  // one matrix per type, built once
+  static std::vector<std::unique_ptr<BenchMatrix>> cache;  // one matrix per type and size, built once
   BenchMatrix* m = nullptr;
   for (auto& c : cache)
-    if (c->w.type == type) m = c.get();
-  if (!m) m = cache.emplace_back(std::make_unique<BenchMatrix>(type, kRows)).get();
+    if (c->w.type == type && c->w.n_rows == rows) m = c.get();
+  if (!m) m = cache.emplace_back(std::make_unique<BenchMatrix>(type, rows)).get();
   const auto x = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
-  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
+  std::vector<float> y(static_cast<size_t>(n_tokens * rows));
   MatmulScratch scratch;
   const DotKernels& kernels = dot_kernels_for(isa);
   for (auto _ : state) {
@@ -80,7 +83,7 @@ void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type) {
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m->bytes.size()));
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * kRows * kCols);  // multiply-adds
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * rows * kCols);  // multiply-adds
 }
 
 void stream_tokens(benchmark::State& state, Isa isa, GgmlType type) {
@@ -166,9 +169,11 @@ void register_all() {
       const std::string suffix = std::string(ggml_type_name(type)) + "/" + isa_name(isa);
       benchmark::RegisterBenchmark(("dot/" + suffix).c_str(), dot, isa, type);
       if (isa == Isa::Scalar) continue;  // the scalar matmul is a reference, minutes per run
-      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), matmul_tokens, isa, type)->Arg(1)->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("gemm/" + suffix).c_str(), matmul_tokens, isa, type)
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), matmul_tokens, isa, type, kRows)->Arg(1)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("gemm/" + suffix).c_str(), matmul_tokens, isa, type, kRows)
           ->Arg(2)->Arg(4)->Arg(5)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("gemm_l2/" + suffix).c_str(), matmul_tokens, isa, type, kL2Rows)
+          ->Arg(1)->Arg(5)->Arg(8)->Arg(128)->Unit(benchmark::kMicrosecond);
       if (type != GgmlType::F32)
         benchmark::RegisterBenchmark(("stream/" + suffix).c_str(), stream_tokens, isa, type)
             ->Args({1, 1})->Args({2, 1})->Args({1, 5})->Args({2, 5})->Unit(benchmark::kMillisecond)->UseRealTime();

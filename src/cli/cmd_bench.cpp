@@ -122,6 +122,7 @@ nlohmann::json profile_json(const StepProfile& p) {
                        {"ms_per_step", 1e3 * m.seconds / steps},
                        {"share", share(m.seconds)},
                        {"calls_per_step", static_cast<double>(m.calls) / steps},
+                       {"matrices_per_step", static_cast<double>(m.matrices) / steps},
                        {"gb_per_s", m.seconds > 0 ? m.weight_bytes / m.seconds / 1e9 : 0.0},
                        {"quantize_ms_per_step", 1e3 * m.quantize_seconds / steps},
                        {"idle_ms_per_step", 1e3 * m.idle_thread_seconds / p.n_threads / steps}});

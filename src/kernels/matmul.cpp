@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 
@@ -344,23 +345,26 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
 // kPackTokens so every weight block loaded serves the whole tile from registers.
 // kernel(g, t0, n, out) writes out[t · kPackRows + i] for the group's rows i and tokens t0 + t.
 template <class GroupKernel>
+void packed_group_all_tokens(const PackedRows& p, int64_t g, int64_t n_tokens, float* y, GroupKernel&& kernel) {
+  const int64_t m = p.n_rows;
+  alignas(64) float out[kPackTokens * kPackRows];
+  const int64_t r0 = g * kPackRows;
+  const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, m - r0));
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kPackTokens) {
+    const int n = static_cast<int>(std::min<int64_t>(kPackTokens, n_tokens - t0));
+    kernel(g, t0, n, out);
+    for (int t = 0; t < n; ++t) std::copy(out + t * kPackRows, out + t * kPackRows + n_valid, y + (t0 + t) * m + r0);
+  }
+}
+
+template <class GroupKernel>
 void matmul_packed_groups(const PackedRows& p, int64_t n_tokens, float* y, bool parallel, int n_threads,
                           MatmulScratch& scratch, GroupKernel&& kernel) {
-  const int64_t m = p.n_rows;
-  auto run_group = [&](int64_t g, int) {
-    alignas(64) float out[kPackTokens * kPackRows];
-    const int64_t r0 = g * kPackRows;
-    const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, m - r0));
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += kPackTokens) {
-      const int n = static_cast<int>(std::min<int64_t>(kPackTokens, n_tokens - t0));
-      kernel(g, t0, n, out);
-      for (int t = 0; t < n; ++t) std::copy(out + t * kPackRows, out + t * kPackRows + n_valid, y + (t0 + t) * m + r0);
-    }
-  };
   // One contiguous share of the groups per thread (as the one-token row-major path does).
   const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
-  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int thread) {
-    for (int64_t g = p.n_groups * share / n_shares; g < p.n_groups * (share + 1) / n_shares; ++g) run_group(g, thread);
+  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+    for (int64_t g = p.n_groups * share / n_shares; g < p.n_groups * (share + 1) / n_shares; ++g)
+      packed_group_all_tokens(p, g, n_tokens, y, kernel);
   });
 }
 
@@ -382,24 +386,28 @@ void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const 
 
 // Packed F16 or BF16 weights (kernels/packed_f16.h): groups of kPackedHalfRows rows through the
 // packed tile, against activation rows x[n_tokens, n_cols] (f32 for F16, BF16-rounded for BF16).
+// Here group g for tokens t0 .. t0 + n - 1 (n ≤ kDotTokens) into y [n_tokens, p.n_rows].
+template <typename Activation, typename Kernel>
+void packed_half_group(Kernel kernel, const PackedRows& p, int64_t g, const Activation* x, int64_t t0, int n, float* y) {
+  const int64_t m = p.n_rows, k = p.n_cols;
+  const Activation* xs[kDotTokens];
+  for (int j = 0; j < n; ++j) xs[j] = x + (t0 + j) * k;
+  float out[kPackedHalfRows * kDotTokens];
+  kernel(reinterpret_cast<const uint16_t*>(p.group(g)), xs, n, k, out);
+  const int64_t r0 = g * kPackedHalfRows;
+  const int n_valid = static_cast<int>(std::min<int64_t>(kPackedHalfRows, m - r0));
+  for (int i = 0; i < n_valid; ++i)
+    for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
+}
+
 // One token: one contiguous share of the groups per thread; more: tasks of kF16RowTile rows handed
 // out dynamically, each running its groups past token groups of near-equal size (≤ 6 tokens, the
 // tile's), as the row-major F16 path does.
 template <typename Activation, typename Kernel>
 void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x, int64_t n_tokens, float* y,
                         bool parallel, int n_threads, MatmulScratch& scratch) {
-  const int64_t m = p.n_rows, k = p.n_cols;
   auto run_groups = [&](int64_t g_begin, int64_t g_end, int64_t t0, int n) {
-    const Activation* xs[kDotTokens];
-    for (int j = 0; j < n; ++j) xs[j] = x + (t0 + j) * k;
-    float out[kPackedHalfRows * kDotTokens];
-    for (int64_t g = g_begin; g < g_end; ++g) {
-      kernel(reinterpret_cast<const uint16_t*>(p.group(g)), xs, n, k, out);
-      const int64_t r0 = g * kPackedHalfRows;
-      const int n_valid = static_cast<int>(std::min<int64_t>(kPackedHalfRows, m - r0));
-      for (int i = 0; i < n_valid; ++i)
-        for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
-    }
+    for (int64_t g = g_begin; g < g_end; ++g) packed_half_group(kernel, p, g, x, t0, n, y);
   };
   if (n_tokens == 1) {
     const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
@@ -492,28 +500,120 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
 
 }  // namespace
 
-void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-            int n_threads, MatmulScratch& scratch) {
-  if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
-  // Small products stay on one thread: waking a team costs more than the work.
-  const bool parallel = n_threads > 1 && w.n_rows * w.n_cols * n_tokens >= kMinParallelWork;
-  if (!scratch.profile) return matmul_with(kernels, w, x, n_tokens, y, n_threads, parallel, scratch);
+namespace {
+
+// Runs call() (one matmul or one joint pass over `bytes` of weights of `type`), adding its time to
+// scratch.profile when profiling.
+template <class Call>
+void profiled(MatmulScratch& scratch, GgmlType type, int64_t matrices, double bytes, bool parallel, int n_threads,
+              Call&& call) {
+  if (!scratch.profile) return call();
   scratch.busy_seconds.assign(static_cast<size_t>(std::max(1, n_threads)), 0.0);
   scratch.quantize_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
-  matmul_with(kernels, w, x, n_tokens, y, n_threads, parallel, scratch);
+  call();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  StepProfile::Matmuls& entry = scratch.profile->matmul[w.type];
+  StepProfile::Matmuls& entry = scratch.profile->matmul[type];
   entry.seconds += seconds;
   entry.quantize_seconds += scratch.quantize_seconds;
   entry.calls += 1;
-  entry.weight_bytes += static_cast<double>(w.bytes());
+  entry.matrices += matrices;
+  entry.weight_bytes += bytes;
   if (parallel) {
     double busy = 0;
     for (double b : scratch.busy_seconds) busy += b;
     entry.idle_thread_seconds += std::max(0.0, n_threads * (seconds - scratch.quantize_seconds) - busy);
     scratch.profile->n_threads = std::max(scratch.profile->n_threads, n_threads);
   }
+}
+
+// How several matrices on one input can share a pass: all of one type and width and packed for
+// one of this table's group kernels — the int8 ones (Q4_0, Q8_0, K-quants) at any token count,
+// the F16 / BF16 ones for one token (more tokens take their own dynamic tiling).
+enum class JointPass { None, Int8Groups, KQuantGroups, HalfGroups };
+
+JointPass joint_pass(const DotKernels& kernels, std::span<const WeightMatrix* const> ws, int64_t n_tokens) {
+  if (ws.size() < 2 || ws.size() > kMaxJointMatrices) return JointPass::None;
+  const WeightMatrix& w0 = *ws[0];
+  for (const WeightMatrix* w : ws)
+    if (w->type != w0.type || w->n_cols != w0.n_cols || !w->packed) return JointPass::None;
+  if (packed_kquant_kernel(kernels, w0.type)) return JointPass::KQuantGroups;
+  if (packed_group_kernel(kernels, w0.type)) return JointPass::Int8Groups;
+  const bool half = (w0.type == GgmlType::F16 && kernels.packed_f16) || (w0.type == GgmlType::BF16 && kernels.packed_bf16);
+  return half && n_tokens == 1 ? JointPass::HalfGroups : JointPass::None;
+}
+
+// The joint pass: activations prepared once, then the row groups of all matrices, in order, as one
+// list cut into one contiguous share per thread (one parallel region instead of one per matrix,
+// and the small matrices no longer each split in two).
+void matmul_joint(const DotKernels& kernels, JointPass pass, std::span<const WeightMatrix* const> ws, const float* x,
+                  int64_t n_tokens, std::span<float* const> ys, int n_threads, bool parallel, MatmulScratch& scratch) {
+  const WeightMatrix& w0 = *ws[0];
+  const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const MatmulActivations a = prepare_activations(kernels, w0.type, x, n_tokens, w0.n_cols, scratch, parallel ? n_threads : 1);
+  if (scratch.profile)
+    scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const PackedActivations q8_0{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_bias, w0.packed->n_blocks};
+  const PackedGroupKernel int8 = packed_group_kernel(kernels, w0.type);
+  const PackedKQuantKernel kquant = packed_kquant_kernel(kernels, w0.type);
+  auto run_group = [&](size_t i, int64_t g) {
+    const PackedRows& p = *ws[i]->packed;
+    switch (pass) {
+      case JointPass::Int8Groups:
+        return packed_group_all_tokens(p, g, n_tokens, ys[i], [&](int64_t gg, int64_t t0, int n, float* out) {
+          int8(p, gg, q8_0, t0, n, out);
+        });
+      case JointPass::KQuantGroups:
+        return packed_group_all_tokens(p, g, n_tokens, ys[i], [&](int64_t gg, int64_t t0, int n, float* out) {
+          const BlockQ8_K* xs[kPackTokens];
+          for (int t = 0; t < n; ++t) xs[t] = a.q8_K + (t0 + t) * p.n_blocks;
+          kquant(p, gg, xs, n, out);
+        });
+      case JointPass::HalfGroups:
+        if (w0.type == GgmlType::F16) return packed_half_group(kernels.packed_f16, p, g, a.f32, 0, 1, ys[i]);
+        return packed_half_group(kernels.packed_bf16, p, g, a.bf16, 0, 1, ys[i]);
+      case JointPass::None: return;
+    }
+  };
+  std::array<int64_t, kMaxJointMatrices + 1> first{};  // first[i]: matrix i's first group in the joint list
+  for (size_t i = 0; i < ws.size(); ++i) first[i + 1] = first[i] + ws[i]->packed->n_groups;
+  const int64_t n_groups = first[ws.size()];
+  const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, n_groups) : 1;
+  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+    size_t i = 0;
+    for (int64_t j = n_groups * share / n_shares; j < n_groups * (share + 1) / n_shares; ++j) {
+      while (j >= first[i + 1]) ++i;
+      run_group(i, j - first[i]);
+    }
+  });
+}
+
+}  // namespace
+
+void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+            int n_threads, MatmulScratch& scratch) {
+  if (!matmul_supports(w.type)) throw Error(std::string("matmul: unsupported weight type ") + ggml_type_name(w.type));
+  // Small products stay on one thread: waking a team costs more than the work.
+  const bool parallel = n_threads > 1 && w.n_rows * w.n_cols * n_tokens >= kMinParallelWork;
+  profiled(scratch, w.type, 1, static_cast<double>(w.bytes()), parallel, n_threads,
+           [&] { matmul_with(kernels, w, x, n_tokens, y, n_threads, parallel, scratch); });
+}
+
+void matmul_same_input(const DotKernels& kernels, std::span<const WeightMatrix* const> ws, const float* x,
+                       int64_t n_tokens, std::span<float* const> ys, int n_threads, MatmulScratch& scratch) {
+  if (ws.size() != ys.size()) throw Error("matmul_same_input: one output per matrix");
+  const JointPass pass = joint_pass(kernels, ws, n_tokens);
+  if (pass == JointPass::None || (pass == JointPass::HalfGroups && ws[0]->type == GgmlType::BF16 &&
+                                  !kernels.tile_bf16)) {
+    for (size_t i = 0; i < ws.size(); ++i) matmul(kernels, *ws[i], x, n_tokens, ys[i], n_threads, scratch);
+    return;
+  }
+  int64_t rows = 0;
+  double bytes = 0;
+  for (const WeightMatrix* w : ws) rows += w->n_rows, bytes += static_cast<double>(w->bytes());
+  const bool parallel = n_threads > 1 && rows * ws[0]->n_cols * n_tokens >= kMinParallelWork;
+  profiled(scratch, ws[0]->type, static_cast<int64_t>(ws.size()), bytes, parallel, n_threads,
+           [&] { matmul_joint(kernels, pass, ws, x, n_tokens, ys, n_threads, parallel, scratch); });
 }
 
 }  // namespace nucleus

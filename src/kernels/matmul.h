@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "io/ggml_type.h"
@@ -74,6 +75,15 @@ float dot_row(const DotKernels& kernels, const WeightMatrix& w, int64_t r, const
 // Every y[t, r] is one dot(w.row(r), x[t]) from `kernels`, independent of n_tokens.
 void matmul(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             int n_threads, MatmulScratch& scratch);
+
+// Several matrices applied to one input (Q, K and V; gate and up): ys[i][n_tokens, ws[i]->n_rows]
+// = x · ws[i]ᵀ, the same bits as one matmul per matrix. Where all are one type and width and
+// packed for a group kernel (any token count for the int8 ones, one token for F16 / BF16), the
+// activations are prepared once and all the row groups run as one parallel pass; otherwise it
+// is one matmul per matrix. At most kMaxJointMatrices share a pass.
+constexpr size_t kMaxJointMatrices = 4;
+void matmul_same_input(const DotKernels& kernels, std::span<const WeightMatrix* const> ws, const float* x,
+                       int64_t n_tokens, std::span<float* const> ys, int n_threads, MatmulScratch& scratch);
 
 // Whether pack_weights packs this matrix for this table: Q4_0 and Q8_0 always (every table has their
 // packed kernels), the K-quants and F16 (rows of a multiple of 16 columns) where the table has a

@@ -16,7 +16,8 @@ struct StepProfile {
     double seconds = 0;              // wall time of the calls, quantization included
     double quantize_seconds = 0;     // quantizing the activations (Q8_0 / Q8_K) before the products
     double idle_thread_seconds = 0;  // Σ over threads of (wall − busy) in the products of parallel calls
-    int64_t calls = 0;
+    int64_t calls = 0;     // parallel passes: one per matmul, one per joint pass (matmul_same_input)
+    int64_t matrices = 0;  // matrices multiplied (a joint pass over Q, K and V counts 3)
     double weight_bytes = 0;       // stored bytes of the matrices, once per call
   };
   std::map<GgmlType, Matmuls> matmul;  // by the matrix's stored type

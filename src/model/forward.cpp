@@ -214,12 +214,19 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
             std::copy_n(both, head_dim, &s.q[i * q_dim + h * head_dim]);
             std::copy_n(both + head_dim, head_dim, &s.attn_gate[i * q_dim + h * head_dim]);
           }
+      } else if (own_kv) {  // Q, K and V from one input: one pass where their types allow
+        const WeightMatrix* ws[] = {&L.wq, &L.wk, &L.wv};
+        float* ys[] = {s.q.data(), s.k.data(), s.v.data()};
+        const size_t count = S.k_as_v ? 2 : 3;
+        matmul_same_input(*kernels_, std::span(ws, count), s.xn.data(), n, std::span(ys, count), n_threads, s.matmul);
       } else {
         matmul(*kernels_, L.wq, s.xn.data(), n, s.q.data(), n_threads, s.matmul);
       }
-      if (own_kv) {
-        matmul(*kernels_, L.wk, s.xn.data(), n, s.k.data(), n_threads, s.matmul);
-        if (!S.k_as_v) matmul(*kernels_, L.wv, s.xn.data(), n, s.v.data(), n_threads, s.matmul);
+      if (own_kv && S.attn_output_gate) {
+        const WeightMatrix* ws[] = {&L.wk, &L.wv};
+        float* ys[] = {s.k.data(), s.v.data()};
+        const size_t count = S.k_as_v ? 1 : 2;
+        matmul_same_input(*kernels_, std::span(ws, count), s.xn.data(), n, std::span(ys, count), n_threads, s.matmul);
       }
       for_each_token(n, q_dim + 2 * kv_dim, n_threads, [&](int64_t i) {
         float* q = &s.q[i * q_dim];   // [n_head, head_dim]
@@ -321,8 +328,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       moe_ffn(*kernels_, ops, S, L, s.xn.data(), n, n_embd, s.proj.data(), n_threads, s.matmul, s.moe);
     } else {
       const int64_t n_ff = S.n_ff;
-      matmul(*kernels_, L.w_gate, s.xn.data(), n, s.gate.data(), n_threads, s.matmul);
-      matmul(*kernels_, L.w_up, s.xn.data(), n, s.up.data(), n_threads, s.matmul);
+      const WeightMatrix* ws[] = {&L.w_gate, &L.w_up};
+      float* ys[] = {s.gate.data(), s.up.data()};
+      matmul_same_input(*kernels_, ws, s.xn.data(), n, ys, n_threads, s.matmul);
       for_each_token(n, n_ff, n_threads, [&](int64_t i) {
         float* g = &s.gate[i * n_ff];
         if (hp.activation == Activation::Gelu) geglu_row(g, &s.up[i * n_ff], g, n_ff);
