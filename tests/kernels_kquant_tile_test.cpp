@@ -13,17 +13,10 @@
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_k.h"
+#include "test_helpers.h"
 
 namespace nucleus {
 namespace {
-
-std::vector<float> normal_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 struct KQuantCase {
   GgmlType type;
@@ -45,10 +38,10 @@ struct Problem {
       : k(n_blocks * kQK_K), rows(n_rows), n_tokens(tokens) {
     const size_t row_bytes = ggml_row_size(type, k);
     stored.resize(row_bytes * static_cast<size_t>(rows));
-    const auto values = normal_values(static_cast<size_t>(k * rows), seed);
+    const auto values = test::normal_values(static_cast<size_t>(k * rows), seed);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data() + r * k, stored.data() + r * row_bytes, k);
     w.type = type, w.data = stored.data(), w.n_cols = k, w.n_rows = rows, w.row_bytes = row_bytes;
-    x = normal_values(static_cast<size_t>(n_tokens * k), seed + 1);
+    x = test::normal_values(static_cast<size_t>(n_tokens * k), seed + 1);
     MatmulScratch scratch;
     const MatmulActivations a = prepare_activations(type, x.data(), n_tokens, k, scratch);
     reference.resize(static_cast<size_t>(n_tokens * rows));

@@ -12,23 +12,16 @@
 #include "kernels/matmul.h"
 #include "kernels/packed_f16.h"
 #include "kernels/quantize.h"
+#include "test_helpers.h"
 
 namespace nucleus {
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 struct HalfMatrix {
   std::vector<uint16_t> halves;
   WeightMatrix w;
   HalfMatrix(GgmlType type, int64_t m, int64_t k, uint32_t seed) {
-    for (float v : random_values(static_cast<size_t>(m * k), seed))
+    for (float v : test::normal_values(static_cast<size_t>(m * k), seed))
       halves.push_back(type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v));
     w = WeightMatrix{type, halves.data(), k, m, static_cast<size_t>(k) * 2};
   }
@@ -84,7 +77,7 @@ TEST_P(PackedHalf, KernelEqualsTheRowMajorTileBitForBit) {
   for (int64_t k : {32, 96, 1056, 2048}) {
     HalfMatrix s(type, kPackedHalfRows, k, 10 + static_cast<uint32_t>(k));
     const auto p = pack_rows_half(s.w, 1);
-    const auto xf = random_values(static_cast<size_t>(k * kPackedHalfMaxTokens), 20 + static_cast<uint32_t>(k));
+    const auto xf = test::normal_values(static_cast<size_t>(k * kPackedHalfMaxTokens), 20 + static_cast<uint32_t>(k));
     std::vector<uint16_t> xb(xf.size());
     simd->round_to_bf16(xf.data(), xb.data(), static_cast<int64_t>(xf.size()));
     const float* x[kDotTokens];
@@ -126,7 +119,7 @@ TEST_P(PackedHalf, MatmulEqualsTheRowMajorMatmulForEveryTokenCount) {
   ASSERT_TRUE(packable(packed, *simd));
   pack_weights(packed, 2, nullptr, *simd);
   ASSERT_NE(packed.packed, nullptr);
-  const auto x = random_values(static_cast<size_t>(33 * k), 31);
+  const auto x = test::normal_values(static_cast<size_t>(33 * k), 31);
   MatmulScratch scratch;
   for (int threads : {1, 2})
     for (int64_t n_tokens = 1; n_tokens <= 33; ++n_tokens) {

@@ -12,17 +12,10 @@
 #include "kernels/matmul.h"
 #include "kernels/packed_rows.h"
 #include "kernels/quantize.h"
+#include "test_helpers.h"
 
 namespace nucleus {
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 struct StoredMatrix {
   std::vector<uint8_t> bytes;
@@ -33,7 +26,7 @@ StoredMatrix random_matrix(GgmlType type, int64_t m, int64_t k, uint32_t seed) {
   StoredMatrix s;
   const size_t row_bytes = ggml_row_size(type, k);
   s.bytes.resize(row_bytes * static_cast<size_t>(m));
-  auto values = random_values(static_cast<size_t>(m * k), seed);
+  auto values = test::normal_values(static_cast<size_t>(m * k), seed);
   for (int64_t r = 0; r < m; ++r) quantize_row(type, values.data() + r * k, s.bytes.data() + r * row_bytes, k);
   s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes};
   return s;
@@ -80,7 +73,7 @@ TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
         pack_weights(packed, 2);
         ASSERT_TRUE(packed.packed);
         for (int64_t n_tokens : {1, 3, 8, 11}) {
-          auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
+          auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
           compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens, ggml_type_name(type));
           if (HasFailure()) return;
         }
@@ -97,7 +90,7 @@ TEST_P(PackedKernels, UnpackedRowsGiveTheSameResultsAsPacked) {
     StoredMatrix s = random_matrix(type, 21, 160, 5);
     WeightMatrix packed = s.w;
     pack_weights(packed, 1);
-    auto x = random_values(5 * 160, 6);
+    auto x = test::normal_values(5 * 160, 6);
     std::vector<float> a(5 * 21), b(5 * 21);
     MatmulScratch scratch;
     matmul(table, s.w, x.data(), 5, a.data(), 1, scratch);
@@ -154,7 +147,7 @@ TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
           pack_weights(packed, 2, nullptr, table);
           ASSERT_EQ(packed.packed != nullptr, has_kernel);
           for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 11, 16, 33}) {
-            auto x = random_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
+            auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
             if (raw)  // activations at the int8 extremes: Q8_K maps the largest magnitude of a block to ±127 / −128
               for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 ? 50.0f : -50.0f;
             compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens,

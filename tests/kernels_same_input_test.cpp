@@ -13,19 +13,12 @@
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
 #include "kernels/step_profile.h"
+#include "test_helpers.h"
 
 namespace nucleus {
 namespace {
 
 constexpr int64_t kCols = 2048;  // a multiple of every block (K-quants: 256)
-
-std::vector<float> normal_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A [rows × kCols] matrix stored in `type`, packed as a model load packs it for `table`.
 struct Matrix {
@@ -34,7 +27,7 @@ struct Matrix {
   Matrix(GgmlType type, int64_t rows, uint32_t seed, const DotKernels& table) {
     const size_t row_bytes = ggml_row_size(type, kCols);
     bytes.resize(row_bytes * static_cast<size_t>(rows));
-    const auto values = normal_values(static_cast<size_t>(rows * kCols), seed);
+    const auto values = test::normal_values(static_cast<size_t>(rows * kCols), seed);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data() + r * kCols, bytes.data() + r * row_bytes, kCols);
     w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
     pack_weights(w, 1, nullptr, table);
@@ -49,7 +42,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // how many profiled calls the joint call made.
 int64_t expect_same_as_separate(const DotKernels& table, const std::vector<const Matrix*>& ms, int64_t n_tokens,
                                 int n_threads, const std::string& what) {
-  const auto x = normal_values(static_cast<size_t>(n_tokens * kCols), static_cast<uint32_t>(n_tokens * 31 + n_threads));
+  const auto x = test::normal_values(static_cast<size_t>(n_tokens * kCols), static_cast<uint32_t>(n_tokens * 31 + n_threads));
   std::vector<const WeightMatrix*> ws;
   std::vector<std::vector<float>> joint, separate;
   std::vector<float*> ys;

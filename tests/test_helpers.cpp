@@ -7,10 +7,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
 namespace nucleus::test {
+
+std::vector<float> normal_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 std::string shared_dir() {
   if (const char* env = std::getenv("NUCLEUS_SHARED_DIR"); env && *env) return env;

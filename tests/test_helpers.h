@@ -2,9 +2,15 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nucleus::test {
+
+// n values drawn from N(0, 1) by a std::mt19937 seeded with `seed`: random weights and
+// activations for the kernel tests.
+std::vector<float> normal_values(size_t n, uint32_t seed);
 
 // Directory of the read-only shared assets (models/, reference/, vocab/). Taken from the
 // NUCLEUS_SHARED_DIR environment variable when set, else from the CMake cache variable.
