@@ -375,12 +375,18 @@ void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulAc
                        [&](int64_t g, int64_t t0, int n, float* out) { kernel(p, g, x, t0, n, out); });
 }
 
+// One packed K-quant group against Q8_K activation rows t0 .. t0 + n - 1 (n ≤ kPackTokens).
+void kquant_group(PackedKQuantKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t g, int64_t t0,
+                  int n, float* out) {
+  const BlockQ8_K* x[kPackTokens];
+  for (int t = 0; t < n; ++t) x[t] = a.q8_K + (t0 + t) * p.n_blocks;
+  kernel(p, g, x, n, out);
+}
+
 void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens,
                         float* y, bool parallel, int n_threads, MatmulScratch& scratch) {
   matmul_packed_groups(p, n_tokens, y, parallel, n_threads, scratch, [&](int64_t g, int64_t t0, int n, float* out) {
-    const BlockQ8_K* x[kPackTokens];
-    for (int t = 0; t < n; ++t) x[t] = a.q8_K + (t0 + t) * p.n_blocks;
-    kernel(p, g, x, n, out);
+    kquant_group(kernel, p, a, g, t0, n, out);
   });
 }
 
@@ -431,13 +437,21 @@ void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x,
 
 namespace {
 
+// prepare_activations for a matmul (on its threads when parallel), its time kept in
+// scratch.quantize_seconds while profiling.
+MatmulActivations prepare_timed(const DotKernels& kernels, GgmlType type, const float* x, int64_t n_tokens, int64_t k,
+                                bool parallel, int n_threads, MatmulScratch& scratch) {
+  const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const MatmulActivations a = prepare_activations(kernels, type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
+  if (scratch.profile)
+    scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return a;
+}
+
 void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  int n_threads, bool parallel, MatmulScratch& scratch) {
   const int64_t k = w.n_cols, m = w.n_rows;
-  const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const MatmulActivations a = prepare_activations(kernels, w.type, x, n_tokens, k, scratch, parallel ? n_threads : 1);
-  if (scratch.profile)
-    scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const MatmulActivations a = prepare_timed(kernels, w.type, x, n_tokens, k, parallel, n_threads, scratch);
   if (w.packed) {
     // Every token count: the packed K-quant kernels beat the K-quant tiles from 1 to 128 tokens
     // (kernels_bench gemm/Q4_K/avx512, one thread, Zen 5: 160 vs 89 G multiply-adds/s at 8 tokens,
@@ -539,7 +553,9 @@ JointPass joint_pass(const DotKernels& kernels, std::span<const WeightMatrix* co
     if (w->type != w0.type || w->n_cols != w0.n_cols || !w->packed) return JointPass::None;
   if (packed_kquant_kernel(kernels, w0.type)) return JointPass::KQuantGroups;
   if (packed_group_kernel(kernels, w0.type)) return JointPass::Int8Groups;
-  const bool half = (w0.type == GgmlType::F16 && kernels.packed_f16) || (w0.type == GgmlType::BF16 && kernels.packed_bf16);
+  // BF16 groups take BF16-rounded activations, which prepare_activations makes where the table has BF16 tiles.
+  const bool half = (w0.type == GgmlType::F16 && kernels.packed_f16) ||
+                    (w0.type == GgmlType::BF16 && kernels.packed_bf16 && kernels.tile_bf16);
   return half && n_tokens == 1 ? JointPass::HalfGroups : JointPass::None;
 }
 
@@ -549,10 +565,7 @@ JointPass joint_pass(const DotKernels& kernels, std::span<const WeightMatrix* co
 void matmul_joint(const DotKernels& kernels, JointPass pass, std::span<const WeightMatrix* const> ws, const float* x,
                   int64_t n_tokens, std::span<float* const> ys, int n_threads, bool parallel, MatmulScratch& scratch) {
   const WeightMatrix& w0 = *ws[0];
-  const auto start = scratch.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const MatmulActivations a = prepare_activations(kernels, w0.type, x, n_tokens, w0.n_cols, scratch, parallel ? n_threads : 1);
-  if (scratch.profile)
-    scratch.quantize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const MatmulActivations a = prepare_timed(kernels, w0.type, x, n_tokens, w0.n_cols, parallel, n_threads, scratch);
   const PackedActivations q8_0{a.q8_0, a.q8_0_scale, a.q8_0_sum, a.q8_0_chunk_bias, w0.packed->n_blocks};
   const PackedGroupKernel int8 = packed_group_kernel(kernels, w0.type);
   const PackedKQuantKernel kquant = packed_kquant_kernel(kernels, w0.type);
@@ -565,9 +578,7 @@ void matmul_joint(const DotKernels& kernels, JointPass pass, std::span<const Wei
         });
       case JointPass::KQuantGroups:
         return packed_group_all_tokens(p, g, n_tokens, ys[i], [&](int64_t gg, int64_t t0, int n, float* out) {
-          const BlockQ8_K* xs[kPackTokens];
-          for (int t = 0; t < n; ++t) xs[t] = a.q8_K + (t0 + t) * p.n_blocks;
-          kquant(p, gg, xs, n, out);
+          kquant_group(kquant, p, a, gg, t0, n, out);
         });
       case JointPass::HalfGroups:
         if (w0.type == GgmlType::F16) return packed_half_group(kernels.packed_f16, p, g, a.f32, 0, 1, ys[i]);
@@ -603,8 +614,7 @@ void matmul_same_input(const DotKernels& kernels, std::span<const WeightMatrix* 
                        int64_t n_tokens, std::span<float* const> ys, int n_threads, MatmulScratch& scratch) {
   if (ws.size() != ys.size()) throw Error("matmul_same_input: one output per matrix");
   const JointPass pass = joint_pass(kernels, ws, n_tokens);
-  if (pass == JointPass::None || (pass == JointPass::HalfGroups && ws[0]->type == GgmlType::BF16 &&
-                                  !kernels.tile_bf16)) {
+  if (pass == JointPass::None) {
     for (size_t i = 0; i < ws.size(); ++i) matmul(kernels, *ws[i], x, n_tokens, ys[i], n_threads, scratch);
     return;
   }
