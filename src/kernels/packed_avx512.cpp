@@ -91,8 +91,24 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
   for (int t = 0; t < N; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
 }
 
+// Dword j of every 128-bit lane of v, in all 16 lanes (VPSHUFD: a shuffle pipe, not a load).
+NUCLEUS_AVX512 inline __m512i dword_everywhere(__m512i v, int j) {
+  switch (j) {
+    case 0: return _mm512_shuffle_epi32(v, _MM_PERM_AAAA);
+    case 1: return _mm512_shuffle_epi32(v, _MM_PERM_BBBB);
+    case 2: return _mm512_shuffle_epi32(v, _MM_PERM_CCCC);
+    default: return _mm512_shuffle_epi32(v, _MM_PERM_DDDD);
+  }
+}
+
 // Q8_0 in lane order (see packed_dot.h): one float accumulator per 4-column chunk and token, so
 // two tokens fill 16 of the 32 registers.
+//
+// Per chunk and token the loop issues a VPDPBUSD and a VFMADD (which share two pipes) and needs the
+// chunk's bias (a broadcast load), its 4 activation bytes and 1/N of a 64-byte weight load. Zen 5
+// loads at most two registers a cycle, broadcasts included, so the activations come from two
+// 16-byte broadcasts per block and a VPSHUFD per chunk: kernels_bench gemm_l2/Q8_0/avx512/5, one
+// core, 116-121 -> 131-137 G multiply-adds/s (alternating binaries, two rounds).
 template <int N, bool kFirstPass>
 NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   const int64_t nb = x.n_blocks;
@@ -108,9 +124,11 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
       const int8_t* xq = x.blocks[i].qs;
       const int32_t* chunk_bias = x.chunk_bias + 8 * i;
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
+      const __m512i x16[2] = {_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq))),
+                              _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + 16)))};
       for (int c = 0; c < 8; ++c) {
         // Starting from −128·Σx removes the +128 offset of the unsigned weights exactly.
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[c]), wq[c], broadcast4(xq + 4 * c));
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[c]), wq[c], dword_everywhere(x16[c / 4], c % 4));
         acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t][c]);
       }
     }
