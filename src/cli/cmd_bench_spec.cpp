@@ -29,7 +29,7 @@ struct SpecBenchOptions {
   SamplingParams sampling;
   uint64_t seed = 1;
   int n_threads = 0;
-  int repetitions = 5;
+  int repetitions = 15;
   bool json = false;
   std::string svg_path;
   bool temperature_given = false;

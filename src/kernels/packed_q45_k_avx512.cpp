@@ -2,8 +2,9 @@
 //
 // Register lane r is row 16·g + r throughout. Per block and lane k (0..7) of llama.cpp's AVX2 order,
 // the integer lane sum Σ over the 8 runs of scale · (products at positions 4k..4k+3 of the run) is
-// found for all 16 rows at once: VPMADDUBSW against 4 broadcast activation bytes (two 16-bit sums
-// per row) and VPDPWSSD with the run's scale in both halves of the row's lane. The float steps are
+// found for all 16 rows at once: per pair of runs, VPDPBUSD against 4 broadcast activation bytes
+// (each run's 4-product sum per row), the two sums as one 16-bit pair, and VPDPWSSD with the two
+// runs' scales in the halves of the row's lane (run_pair_sums below). The float steps are
 // dot_scalar.cpp's: lane k's float accumulator gets fma(x.d · w.d, lane), the 4 mins lanes
 // fma(−x.d · w.dmin, Σ min · sub-block sum), and at the end the same reductions — here across
 // registers instead of within one — so every row's result is the row-major kernels' bits.

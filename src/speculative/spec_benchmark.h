@@ -37,8 +37,9 @@ SpeculativeTiming time_speculative_decode(Model& target, Proposer& proposer, int
                                           const std::vector<int32_t>& prompt, int64_t n_tokens,
                                           const SamplingParams& params, int n_threads);
 
-// Median seconds of one forward pass over n_tokens new tokens after a cached prompt, against a
-// one-token pass at the same position: verification cost / decode-step cost (n_tokens = γ + 1).
+// Seconds of one forward pass over n_tokens new tokens after a cached prompt against a one-token
+// pass at the same position, timed back to back: the median over `repetitions` rounds of
+// verification cost / decode-step cost (n_tokens = γ + 1).
 double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
                                int n_threads);
 
