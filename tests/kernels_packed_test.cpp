@@ -72,7 +72,7 @@ TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
         WeightMatrix packed = unpacked.w;
         pack_weights(packed, 2);
         ASSERT_TRUE(packed.packed);
-        for (int64_t n_tokens = 1; n_tokens <= 11; ++n_tokens) {  // Q8_0 runs tokens in pairs: every split
+        for (int64_t n_tokens = 1; n_tokens <= 33; ++n_tokens) {  // every tile of 8 and split of Q8_0's pairs
           auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
           compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens, ggml_type_name(type));
           if (HasFailure()) return;
@@ -102,8 +102,8 @@ TEST_P(PackedKernels, UnpackedRowsGiveTheSameResultsAsPacked) {
 INSTANTIATE_TEST_SUITE_P(Isas, PackedKernels, testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
-// Q4_K, Q5_K and Q6_K: packed only for a table with their packed kernels; then every token count (several
-// tiles of kPackTokens, a last partial one) equals the scalar dot bit for bit. Half the matrices are
+// Q4_K, Q5_K and Q6_K: packed only for a table with their packed kernels; then every token count 1-33
+// (several tiles of kPackTokens, a last partial one) equals the scalar dot bit for bit. Half the matrices are
 // random bytes (every 6-bit scale and min, every signed Q6_K scale, all-zero and all-one nibbles and
 // high bits, next to activations of −128 and 127), half quantized from normal values.
 StoredMatrix random_kquant_matrix(GgmlType type, int64_t m, int64_t k, uint32_t seed, bool raw_bytes) {
@@ -146,7 +146,7 @@ TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
           WeightMatrix packed = unpacked.w;
           pack_weights(packed, 2, nullptr, table);
           ASSERT_EQ(packed.packed != nullptr, has_kernel);
-          for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 11, 16, 33}) {
+          for (int64_t n_tokens = 1; n_tokens <= 33; ++n_tokens) {  // every tile split of up to 33 tokens
             auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
             if (raw)  // activations at the int8 extremes: Q8_K maps the largest magnitude of a block to ±127 / −128
               for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 ? 50.0f : -50.0f;
