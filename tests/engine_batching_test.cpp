@@ -100,7 +100,8 @@ TEST_P(BatchInvariance, AloneEqualsAmong31OthersAtAnyChunkSizeCachingAndPreempti
 const BatchCase kBatchCases[] = {
     {"models/stories260K.gguf", KvType::f32}, {"models/test/llama-spm-q4_0.gguf", KvType::f32},
     {"models/test/qwen2-f16.gguf", KvType::f32},
-    // K-quant mixtures: their many-token steps run the K-quant tile kernels (kernels/kquant_tile.h)
+    // K-quant mixtures: their many-token steps run the packed K-quant kernels (kernels/packed_kquant.h)
+    // where the table has them, else the K-quant tiles (kernels/kquant_tile.h)
     {"models/test/llama-spm-q4_k_m.gguf", KvType::f32}, {"models/test/llama-spm-q5_k_m.gguf", KvType::f32},
     // every architecture family (sliding windows, MoE, KV sharing, ...)
     {"models/arch/llama31.gguf", KvType::f32}, {"models/arch/mixtral.gguf", KvType::f32},

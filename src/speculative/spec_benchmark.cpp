@@ -73,8 +73,8 @@ double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt,
   const std::vector<int32_t> batch(static_cast<size_t>(n_tokens), prompt.back());
   // Each round times a one-token pass and an n-token pass back to back and keeps their ratio; the
   // result is the median ratio. On a shared host a neighbour's burst can last for several passes:
-  // the medians of the two kinds of pass taken apart once put a 5-token pass at 0.44 one-token
-  // steps (bench spec, 5 rounds) when the rounds' own ratios were 1.1-1.5.
+  // the medians of the two kinds of pass taken apart once put TinyLlama Q4_0's 5-token pass at 0.44
+  // one-token steps (bench spec, 5 rounds), between runs that gave 1.53 and 1.20.
   std::vector<double> ratios;
   for (int r = 0; r < repetitions + 1; ++r) {  // the first round warms up
     auto start = Clock::now();
