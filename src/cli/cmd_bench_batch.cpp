@@ -1,5 +1,7 @@
 // nucleus bench batch: throughput and latency of the continuous-batching engine per batch size
-// (B requests of `prompt` random tokens, each generating `gen` tokens, all submitted at once).
+// (B requests of `prompt` random tokens, each generating `gen` tokens, all submitted at once), and
+// what the decode phase achieves against this machine's measured peaks: GFLOP/s and GB/s (as
+// `nucleus bench` reports them), with --profile the split of its steps per weight type.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,9 +11,11 @@
 #include <sstream>
 
 #include "cli/bench_common.h"
+#include "cli/bench_profile.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/batch_benchmark.h"
+#include "kernels/machine_peak.h"
 
 namespace nucleus::cli {
 
@@ -25,6 +29,7 @@ struct BatchBenchOptions {
   int64_t max_batched_tokens = 2048;
   std::string kv_type = "f32";
   bool json = false;
+  bool profile = false;
   std::string svg_path;
 };
 
@@ -47,26 +52,53 @@ int run_bench_batch(const BatchBenchOptions& o) {
       }
     }
   }
-  if (!o.json) std::printf("%6s %12s %12s %10s %10s\n", "batch", "gen tok/s", "total tok/s", "TTFT ms", "TPOT ms");
+  const MachinePeak peak = measure_machine_peak(n_threads);
+  if (!o.json) {
+    std::printf("machine: read %.1f GB/s, FMA %.1f GFLOP/s, %d threads; GFLOP/s and GB/s over the decode phase\n",
+                peak.read_gb_per_s, peak.gflop_per_s, n_threads);
+    std::printf("%6s %12s %12s %10s %10s %10s %7s %8s %7s\n", "batch", "gen tok/s", "total tok/s", "TTFT ms", "TPOT ms",
+                "GFLOP/s", "%fma", "GB/s", "%bw");
+  }
   BatchBenchmarkConfig config;
   config.n_prompt = o.prompt;
   config.n_gen = o.gen;
   config.max_num_batched_tokens = o.max_batched_tokens;
   config.n_threads = n_threads;
   config.kv_type = kv_type;
+  std::vector<nlohmann::json> profiles;
+  auto gflop_per_s = [](const BatchPoint& p) { return p.decode_seconds > 0 ? p.decode_flops / p.decode_seconds / 1e9 : 0.0; };
+  auto gb_per_s = [](const BatchPoint& p) { return p.decode_seconds > 0 ? p.decode_bytes / p.decode_seconds / 1e9 : 0.0; };
   for (int64_t b : sizes) {
+    StepProfile profile;
+    config.decode_profile = o.profile ? &profile : nullptr;
     points.push_back(measure_batch(*loaded.model, config, b));
     const BatchPoint& p = points.back();
-    if (!o.json) std::printf("%6lld %12.2f %12.2f %10.1f %10.2f\n", static_cast<long long>(b), p.gen_tok_s, p.total_tok_s, p.ttft_ms, p.tpot_ms);
+    profiles.push_back(o.profile ? profile_json(profile) : nlohmann::json());
+    if (!o.json) {
+      std::printf("%6lld %12.2f %12.2f %10.1f %10.2f %10.2f %6.1f%% %8.2f %6.1f%%\n", static_cast<long long>(b), p.gen_tok_s,
+                  p.total_tok_s, p.ttft_ms, p.tpot_ms, gflop_per_s(p), 100.0 * gflop_per_s(p) / peak.gflop_per_s, gb_per_s(p),
+                  100.0 * gb_per_s(p) / peak.read_gb_per_s);
+      if (o.profile) print_profile("batch " + std::to_string(b) + " decode", profiles.back());
+    }
     std::fflush(stdout);
   }
   const int64_t knee = find_knee(points);  // the smallest batch reaching 90% of the best generation throughput
   if (o.json) {
     nlohmann::json arr = nlohmann::json::array();
-    for (const BatchPoint& p : points)
-      arr.push_back({{"batch", p.batch}, {"gen_tok_s", p.gen_tok_s}, {"total_tok_s", p.total_tok_s}, {"ttft_ms", p.ttft_ms},
-                     {"tpot_ms", p.tpot_ms}, {"seconds", p.seconds}, {"n_prompt", o.prompt}, {"n_gen", o.gen},
-                     {"n_threads", n_threads}, {"knee", p.batch == knee}});
+    for (size_t i = 0; i < points.size(); ++i) {
+      const BatchPoint& p = points[i];
+      nlohmann::json row = {{"batch", p.batch}, {"gen_tok_s", p.gen_tok_s}, {"total_tok_s", p.total_tok_s},
+                            {"ttft_ms", p.ttft_ms}, {"tpot_ms", p.tpot_ms}, {"seconds", p.seconds},
+                            {"n_prompt", o.prompt}, {"n_gen", o.gen}, {"n_threads", n_threads}, {"knee", p.batch == knee},
+                            {"decode_steps", p.decode_steps}, {"decode_seconds", p.decode_seconds},
+                            {"decode_flops", p.decode_flops}, {"decode_bytes", p.decode_bytes},
+                            {"gflop_per_s", gflop_per_s(p)}, {"gb_per_s", gb_per_s(p)},
+                            {"machine_gflop_per_s", peak.gflop_per_s}, {"machine_read_gb_per_s", peak.read_gb_per_s},
+                            {"compute_fraction", gflop_per_s(p) / peak.gflop_per_s},
+                            {"bandwidth_fraction", gb_per_s(p) / peak.read_gb_per_s}};
+      if (o.profile) row["profile"] = profiles[i];
+      arr.push_back(row);
+    }
     std::printf("%s\n", arr.dump(2).c_str());
   } else {
     std::printf("knee: batch %lld (smallest reaching 90%% of the best generation throughput)\n", static_cast<long long>(knee));
@@ -97,7 +129,10 @@ void add_bench_batch_command(CLI::App& bench, std::function<void(Runner)> set_ru
   cmd->add_option("--max-num-batched-tokens", o->max_batched_tokens, "token budget per step")->check(CLI::PositiveNumber);
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16");
   cmd->add_option("-t,--threads", o->n_threads, "threads")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--json", o->json, "JSON array: batch, gen_tok_s, ttft_ms, tpot_ms, ...");
+  cmd->add_flag("--json", o->json, "JSON array: batch, gen_tok_s, ttft_ms, tpot_ms, gflop_per_s, compute_fraction, ...");
+  cmd->add_flag("--profile", o->profile,
+                "split each batch size's decode steps into matmul time per weight type (with activation quantization "
+                "and idle threads), attention and the other operators");
   cmd->add_option("--svg", o->svg_path, "write an SVG plot with the knee marked");
   cmd->callback([o, set_runner] { set_runner([o] { return run_bench_batch(*o); }); });
 }

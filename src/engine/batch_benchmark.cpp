@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "engine/llm_engine.h"
+#include "model/cost_model.h"
 
 namespace nucleus {
 
@@ -40,17 +41,29 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
   }
   const auto start = std::chrono::steady_clock::now();
   auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  int64_t n_first = 0, decode_steps = 0;  // requests with their first token; steps once all have it
+  struct ProfileScope {  // the decode profile stays attached only until this function returns or throws
+    Model& model;
+    bool attached = false;
+    ~ProfileScope() { if (attached) model.set_profile(nullptr); }
+  } decode_profile{model};
   while (engine.has_unfinished()) {
+    if (n_first == batch) ++decode_steps;
     for (const RequestOutput& out : engine.step()) {
       const size_t i = static_cast<size_t>(std::find(ids.begin(), ids.end(), out.request_id) - ids.begin());
       const double t = now();
-      if (first[i] < 0) first[i] = t;
+      if (first[i] < 0) first[i] = t, ++n_first;
       last[i] = t;
+    }
+    if (n_first == batch && o.decode_profile && !decode_profile.attached) {
+      model.set_profile(o.decode_profile);
+      decode_profile.attached = true;
     }
   }
   BatchPoint p;
   p.batch = batch;
   p.seconds = now();
+  p.decode_steps = decode_steps;
   const double decode_start = *std::max_element(first.begin(), first.end());  // all have their first token
   double ttft = 0, tpot = 0;
   for (size_t i = 0; i < first.size(); ++i) {
@@ -62,7 +75,14 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
   // Generation throughput over the decode phase: the tokens generated after every request had its
   // first one, over that time.
   const double decode_seconds = p.seconds - decode_start;
+  p.decode_seconds = decode_seconds;
   p.gen_tok_s = decode_seconds > 0 ? static_cast<double>(batch * (o.n_gen - 1)) / decode_seconds : 0.0;
+  for (int64_t i = 1; i < o.n_gen; ++i) {
+    const StepCost c = estimate_sequence_step_cost(model, o.n_prompt + i - 1, 1);
+    p.decode_flops += static_cast<double>(batch) * c.flops;
+    p.decode_bytes += static_cast<double>(batch) * c.kv_bytes;
+  }
+  p.decode_bytes += static_cast<double>(decode_steps) * estimate_sequence_step_cost(model, 0, 1).weight_bytes;
   p.total_tok_s = static_cast<double>(batch * (o.n_prompt + o.n_gen)) / p.seconds;
   return p;
 }
