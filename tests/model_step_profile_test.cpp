@@ -103,6 +103,10 @@ TEST(StepProfile, BenchPrintsTheSplitOfEachTest) {
     EXPECT_GE(p["sync_share"].get<double>(), 0.0);
     EXPECT_LE(p["sync_share"].get<double>(), 1.0);
   }
+  // The context of -d is fed untimed, and unprofiled: the profile holds the timed steps only.
+  const auto deep = test::run_nucleus("bench -m " + profile_model_path() + " -d 8 -p 0 -n 3 -r 1 --profile --json");
+  ASSERT_EQ(deep.exit_code, 0) << deep.err;
+  EXPECT_EQ(nlohmann::json::parse(deep.out)[0]["profile"]["steps"].get<int64_t>(), 3) << deep.out;
   const auto text = test::run_nucleus("bench -m " + profile_model_path() + " -p 0 -n 2 -r 1 --profile");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("profile tg2"), std::string::npos) << text.out;

@@ -72,9 +72,10 @@ double stddev(const std::vector<double>& v) {
 }
 
 // One run: `depth` random tokens fed untimed (the context already there), then a prompt of
-// n_prompt random tokens in one forward step, then n_gen single-token steps.
+// n_prompt random tokens in one forward step, then n_gen single-token steps. `profile`, when given,
+// is attached for the timed steps only.
 double run_once(Model& model, int64_t depth, int64_t n_prompt, int64_t n_gen, int n_threads, uint64_t seed,
-                TestResult* record) {
+                TestResult* record, StepProfile* profile = nullptr) {
   SequenceRunner runner(model, std::max<int64_t>(1, depth + n_prompt + n_gen), n_threads);
   const int64_t n_vocab = model.hparams().n_vocab;
   auto random_token = [&](uint64_t i) { return static_cast<int32_t>(splitmix64(seed + i) % static_cast<uint64_t>(n_vocab)); };
@@ -100,6 +101,7 @@ double run_once(Model& model, int64_t depth, int64_t n_prompt, int64_t n_gen, in
     for (int64_t i = 0; i < depth; ++i) context[static_cast<size_t>(i)] = random_token(static_cast<uint64_t>(2000000 + i));
     runner.feed(context);
   }
+  const ScopedProfile profiling(model, profile);
   if (n_prompt > 0) {
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (int64_t i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = random_token(static_cast<uint64_t>(i));
@@ -145,9 +147,9 @@ int run_bench(const BenchOptions& options) {
     for (int r = 0; r < reps; ++r) {
       TestResult* record = r + 1 == reps ? &result : nullptr;
       // The last repetition is also the profiled one (the clock reads cost well under 1% of a step).
-      if (record && options.profile) model.set_profile(&profile);
-      result.seconds.push_back(run_once(model, options.depth, n_prompt, n_gen, n_threads, 777 + static_cast<uint64_t>(r), record));
-      model.set_profile(nullptr);
+      StepProfile* profiled = record && options.profile ? &profile : nullptr;
+      result.seconds.push_back(
+          run_once(model, options.depth, n_prompt, n_gen, n_threads, 777 + static_cast<uint64_t>(r), record, profiled));
     }
     const double n_tokens = static_cast<double>(n_prompt + n_gen);
     std::vector<double> ts;

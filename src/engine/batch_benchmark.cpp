@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -42,11 +43,7 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
   const auto start = std::chrono::steady_clock::now();
   auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   int64_t n_first = 0, decode_steps = 0;  // requests with their first token; steps once all have it
-  struct ProfileScope {  // the decode profile stays attached only until this function returns or throws
-    Model& model;
-    bool attached = false;
-    ~ProfileScope() { if (attached) model.set_profile(nullptr); }
-  } decode_profile{model};
+  std::optional<ScopedProfile> decode_profile;  // attached once the decode phase begins
   while (engine.has_unfinished()) {
     if (n_first == batch) ++decode_steps;
     for (const RequestOutput& out : engine.step()) {
@@ -55,10 +52,7 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& o, int64_t ba
       if (first[i] < 0) first[i] = t, ++n_first;
       last[i] = t;
     }
-    if (n_first == batch && o.decode_profile && !decode_profile.attached) {
-      model.set_profile(o.decode_profile);
-      decode_profile.attached = true;
-    }
+    if (n_first == batch && o.decode_profile && !decode_profile) decode_profile.emplace(model, o.decode_profile);
   }
   BatchPoint p;
   p.batch = batch;

@@ -131,4 +131,17 @@ class Model {
   size_t mapped_weight_bytes_ = 0;
 };
 
+// Keeps `profile` attached to `model` for its own lifetime, so a step that throws cannot leave the
+// model writing into a profile that has gone out of scope.
+class ScopedProfile {
+ public:
+  ScopedProfile(Model& model, StepProfile* profile) : model_(model) { model_.set_profile(profile); }
+  ~ScopedProfile() { model_.set_profile(nullptr); }
+  ScopedProfile(const ScopedProfile&) = delete;
+  ScopedProfile& operator=(const ScopedProfile&) = delete;
+
+ private:
+  Model& model_;
+};
+
 }  // namespace nucleus
