@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/weight_memory.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -74,7 +75,8 @@ void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type, int64_t rows
   for (auto& c : cache)
     if (c->w.type == type && c->w.n_rows == rows) m = c.get();
   if (!m) m = cache.emplace_back(std::make_unique<BenchMatrix>(type, rows)).get();
-  const auto x = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
+  const auto values = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
+  const AlignedVector<float> x(values.begin(), values.end());  // as the model's activation buffers
   std::vector<float> y(static_cast<size_t>(n_tokens * rows));
   MatmulScratch scratch;
   const DotKernels& kernels = dot_kernels_for(isa);

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "io/ggml_type.h"
 #include "kernels/dot.h"
 #include "kernels/packed_rows.h"
@@ -45,7 +46,7 @@ struct MatmulScratch {
   std::vector<float> q8_0_scale;  // [n_tokens, n_cols / 32] each Q8_0 block's d as f32 (packed kernels)
   std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
   std::vector<int32_t> q8_0_chunk_bias;  // [n_tokens, n_cols / 32, 8] −128 · Σ of each 4 consecutive quants
-  std::vector<uint16_t> bf16;           // [n_tokens, n_cols] activations rounded to BF16 (BF16 tiles)
+  AlignedVector<uint16_t> bf16;  // [n_tokens, n_cols] activations rounded to BF16 (BF16 tiles), on cache lines
 };
 
 // The activation format a weight type's dot product consumes.

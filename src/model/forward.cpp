@@ -20,6 +20,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/aligned_vector.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "kernels/gelu.h"
@@ -31,26 +32,28 @@
 
 namespace nucleus {
 
+// Activation buffers on cache lines (core/aligned_vector.h): rows of a multiple of 16 floats are
+// then read by the kernels one whole line per 512-bit load.
 struct Model::Scratch {
-  std::vector<float> x;       // [n_tokens, n_embd] residual stream
-  std::vector<float> xn;      // [n_tokens, n_embd] normalized input of the current sub-block
-  std::vector<float> q;       // [n_tokens, max q_dim]
-  std::vector<float> k;       // [n_tokens, max kv_dim]
-  std::vector<float> v;       // [n_tokens, max kv_dim]
-  std::vector<float> attn;    // [n_tokens, max q_dim] attention output (heads concatenated)
-  std::vector<float> proj;    // [n_tokens, n_embd] output of Wo / the FFN
-  std::vector<float> gate;    // [n_tokens, max n_ff]
-  std::vector<float> up;      // [n_tokens, max n_ff]
-  std::vector<float> scores;  // [n_threads, max group, max attended positions] attention weights
-  std::vector<float> attention_lanes;  // [n_threads, max group, kAttentionLaneFloats] attention sums
-  std::vector<float> attention_gather;  // [n_threads, attention_gather_floats(max positions)] value rows
+  AlignedVector<float> x;       // [n_tokens, n_embd] residual stream
+  AlignedVector<float> xn;      // [n_tokens, n_embd] normalized input of the current sub-block
+  AlignedVector<float> q;       // [n_tokens, max q_dim]
+  AlignedVector<float> k;       // [n_tokens, max kv_dim]
+  AlignedVector<float> v;       // [n_tokens, max kv_dim]
+  AlignedVector<float> attn;    // [n_tokens, max q_dim] attention output (heads concatenated)
+  AlignedVector<float> proj;    // [n_tokens, n_embd] output of Wo / the FFN
+  AlignedVector<float> gate;    // [n_tokens, max n_ff]
+  AlignedVector<float> up;      // [n_tokens, max n_ff]
+  AlignedVector<float> scores;  // [n_threads, max group, max attended positions] attention weights
+  AlignedVector<float> attention_lanes;  // [n_threads, max group, kAttentionLaneFloats] attention sums
+  AlignedVector<float> attention_gather;  // [n_threads, attention_gather_floats(max positions)] value rows
   std::vector<RopeTable> ropes;  // [HParams::ropes] cos/sin for this step's positions
-  std::vector<float> per_layer;  // [n_tokens, L·P] Gemma 4 per-layer inputs
-  std::vector<float> pl_gate;    // [n_tokens, P]
-  std::vector<float> out_x;   // [n_outputs, n_embd]
+  AlignedVector<float> per_layer;  // [n_tokens, L·P] Gemma 4 per-layer inputs
+  AlignedVector<float> pl_gate;    // [n_tokens, P]
+  AlignedVector<float> out_x;   // [n_outputs, n_embd]
   MoeScratch moe;
-  std::vector<float> q_and_gate;  // [n_tokens, 2 · max q_dim] Qwen3.5: per head its query, then its output gate
-  std::vector<float> attn_gate;   // [n_tokens, max q_dim] those gates, heads concatenated
+  AlignedVector<float> q_and_gate;  // [n_tokens, 2 · max q_dim] Qwen3.5: per head its query, then its output gate
+  AlignedVector<float> attn_gate;   // [n_tokens, max q_dim] those gates, heads concatenated
   MatmulScratch matmul;
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/aligned_vector.h"
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "model/delta_net.h"
@@ -27,11 +28,12 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 }  // namespace
 
 struct Model::DeltaNetScratch {
-  std::vector<float> mixed;  // [n_tokens, conv_dim] W_qkv·h
-  std::vector<float> z;      // [n_tokens, value_dim]
-  std::vector<float> beta;   // [n_tokens, Hv]
-  std::vector<float> g;      // [n_tokens, Hv]
-  std::vector<float> o;      // [n_tokens, value_dim] gated outputs, before W_out
+  // Matmul inputs and outputs on cache lines (core/aligned_vector.h):
+  AlignedVector<float> mixed;  // [n_tokens, conv_dim] W_qkv·h
+  AlignedVector<float> z;      // [n_tokens, value_dim]
+  std::vector<float> beta;     // [n_tokens, Hv]
+  std::vector<float> g;        // [n_tokens, Hv]
+  AlignedVector<float> o;      // [n_tokens, value_dim] gated outputs, before W_out
   std::vector<std::vector<int32_t>> rows;  // [n_seqs] each sequence's rows of the batch, in order
   // One sequence's tokens gathered contiguously:
   std::vector<float> seq_m, seq_u, seq_g, seq_beta, seq_o, window;

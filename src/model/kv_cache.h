@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
+
 namespace nucleus {
 
 struct HParams;
@@ -116,10 +118,11 @@ class KvCache {
   KvCacheShape shape_;
   // f32: main-pool layers [n_main_layers, num_blocks, block_size, kv_dim], then window-pool layers
   // [n_window_layers, num_window_blocks, block_size, kv_dim]
-  std::vector<float> k_;
-  std::vector<float> v_;
-  std::vector<uint16_t> k16_;  // f16: the same layout
-  std::vector<uint16_t> v16_;  // f16: the same layout
+  // On cache lines (core/aligned_vector.h): a head's row then spans kv_head_dim · 4 / 64 lines, not one more.
+  AlignedVector<float> k_;
+  AlignedVector<float> v_;
+  AlignedVector<uint16_t> k16_;  // f16: the same layout
+  AlignedVector<uint16_t> v16_;  // f16: the same layout
   // [n_recurrent_layers, num_slots, conv_floats + ssm_floats]
   std::vector<float> recurrent_;
   std::vector<int64_t> state_layer_;   // [n_layer] index among the recurrent layers, −1 for others

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/model.h"
@@ -20,9 +21,10 @@ struct MoeScratch {
   std::vector<float> router_probs;   // [n_tokens, n_expert]
   std::vector<int32_t> chosen;       // [n_tokens, n_used] expert ids, best first
   std::vector<float> weights;        // [n_tokens, n_used] renormalized router weights
-  std::vector<float> rows_in;        // [tokens of one expert, n_embd] gathered inputs
-  std::vector<float> gate, up;       // [tokens of one expert, n_ff]
-  std::vector<float> rows_out;       // [tokens of one expert, n_embd]
+  // The expert matmuls' inputs and outputs, on cache lines (core/aligned_vector.h):
+  AlignedVector<float> rows_in;      // [tokens of one expert, n_embd] gathered inputs
+  AlignedVector<float> gate, up;     // [tokens of one expert, n_ff]
+  AlignedVector<float> rows_out;     // [tokens of one expert, n_embd]
   std::vector<float> slot_out;       // [n_tokens, n_used, n_embd] each chosen expert's weighted output
 };
 
