@@ -12,11 +12,14 @@
 //                         DRAM, decode's roofline without the model's other operators
 //   quantize_activations/<Q8_0|Q8_K>/<isa>   one 2048-value activation row quantized (per matmul)
 //   rms_norm, softmax, swiglu, rope   the per-token operators, at model sizes
+//   fma_peak              one thread's FMA peak as `nucleus bench` measures it (mul_adds_per_s,
+//                         multiply-adds as items/s counts them above): the gemm rates' denominator
 // Every ISA this CPU supports is registered; NUCLEUS_ISA does not apply here.
 //
 //   cmake --build build --target benchmarks && build/bench/kernels_bench [--benchmark_filter=gemv]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +27,7 @@
 #include "core/aligned_vector.h"
 #include "core/weight_memory.h"
 #include "kernels/dot.h"
+#include "kernels/machine_peak.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
@@ -162,6 +166,12 @@ void rope_op(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 64);
 }
 
+void fma_peak(benchmark::State& state) {
+  double gflop = 0;
+  for (auto _ : state) gflop = std::max(gflop, measure_fma_peak(1));
+  state.counters["mul_adds_per_s"] = gflop / 2 * 1e9;  // 2 FLOPs per multiply-add
+}
+
 void register_all() {
   const GgmlType types[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
                             GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -191,6 +201,7 @@ void register_all() {
   benchmark::RegisterBenchmark("softmax", softmax_op)->Arg(256)->Arg(2048);
   benchmark::RegisterBenchmark("swiglu/5632", swiglu_op);
   benchmark::RegisterBenchmark("rope/head64", rope_op);
+  benchmark::RegisterBenchmark("fma_peak", fma_peak)->Iterations(3)->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

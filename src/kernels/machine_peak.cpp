@@ -98,8 +98,10 @@ double fma_throughput(int n_threads) {
 MachinePeak measure_machine_peak(int n_threads) {
   MachinePeak peak;
   peak.read_gb_per_s = read_bandwidth(std::max(1, n_threads));
-  peak.gflop_per_s = fma_throughput(std::max(1, n_threads));
+  peak.gflop_per_s = measure_fma_peak(n_threads);
   return peak;
 }
+
+double measure_fma_peak(int n_threads) { return fma_throughput(std::max(1, n_threads)); }
 
 }  // namespace nucleus

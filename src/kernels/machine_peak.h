@@ -11,5 +11,7 @@ struct MachinePeak {
 
 // Takes about a second. `n_threads` as for inference.
 MachinePeak measure_machine_peak(int n_threads);
+// Its FMA part alone (MachinePeak::gflop_per_s), about 0.1 s: what kernels_bench's fma_peak reports.
+double measure_fma_peak(int n_threads);
 
 }  // namespace nucleus
