@@ -1,6 +1,6 @@
 // Buffers the kernels read in 512-bit steps start on a cache line (core/aligned_vector.h): an
-// AlignedVector of any size, and every KV row of a cache whose row width is a multiple of 16
-// floats (f32) or 32 halves (f16), in both pools. A std::vector<float> of a few MB from glibc
+// AlignedVector of any size, and every KV head's row of a cache whose head width is a multiple of
+// 32 elements, in both pools. A std::vector<float> of a few MB from glibc
 // starts 16 bytes past a page boundary, which is what this guards against.
 #include <gtest/gtest.h>
 
@@ -35,15 +35,17 @@ TEST(AlignedVector, KvRowsStartOnCacheLines) {
     for (int64_t layer = 0; layer < shape.n_layer; ++layer) {
       const int64_t blocks = shape.window_layers[static_cast<size_t>(layer)] ? shape.num_window_blocks : shape.num_blocks;
       for (int64_t block : {int64_t{0}, int64_t{1}, blocks - 1})
-        for (int64_t slot : {int64_t{0}, int64_t{5}, int64_t{15}}) {
-          if (type == KvType::f32) {
-            EXPECT_TRUE(on_cache_line(kv.key(layer, block, slot)));
-            EXPECT_TRUE(on_cache_line(kv.value(layer, block, slot)));
-          } else {
-            EXPECT_TRUE(on_cache_line(kv.key_f16(layer, block, slot)));
-            EXPECT_TRUE(on_cache_line(kv.value_f16(layer, block, slot)));
-          }
-        }
+        for (int64_t slot : {int64_t{0}, int64_t{5}, int64_t{15}})
+          for (int64_t head_dim : {int64_t{64}, int64_t{128}})
+            for (int64_t head = 0; head < shape.kv_dim / head_dim; ++head) {
+              if (type == KvType::f32) {
+                EXPECT_TRUE(on_cache_line(kv.key(layer, block, slot, head, head_dim)));
+                EXPECT_TRUE(on_cache_line(kv.value(layer, block, slot, head, head_dim)));
+              } else {
+                EXPECT_TRUE(on_cache_line(kv.key_f16(layer, block, slot, head, head_dim)));
+                EXPECT_TRUE(on_cache_line(kv.value_f16(layer, block, slot, head, head_dim)));
+              }
+            }
     }
   }
 }

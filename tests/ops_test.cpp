@@ -218,7 +218,8 @@ struct AttentionFixture {
       a.keys = keys.data() + kv_head * head_dim;
       a.values = values.data() + kv_head * head_dim;
     }
-    a.kv_dim = kv_dim();
+    a.row_stride = kv_dim();  // a pool of whole rows (attention.h)
+    a.block_stride = block_size * kv_dim();
     a.block_table = block_table.data();
     a.block_size = block_size;
     a.n_positions = n_positions;

@@ -77,14 +77,10 @@ void SequenceGroupRunner::prepare_write(Sequence& sequence, int64_t position) {
   }
   const int32_t shared = sequence.block_table[index];
   if (reference_count_[static_cast<size_t>(shared)] == 1) return;
-  // Copy-on-write: only this partially filled block is copied; slots [0, position % block_size).
+  // Copy-on-write: only this partially filled block is copied (whole: its slots from position %
+  // block_size on are this sequence's to write before it attends to them).
   const int32_t own = allocate_block();
-  const int64_t filled = position % block_size;
-  const int64_t kv_dim = kv_.shape().kv_dim;
-  for (int64_t layer = 0; layer < kv_.shape().n_layer; ++layer) {
-    std::copy(kv_.key(layer, shared, 0), kv_.key(layer, shared, 0) + filled * kv_dim, kv_.key(layer, own, 0));
-    std::copy(kv_.value(layer, shared, 0), kv_.value(layer, shared, 0) + filled * kv_dim, kv_.value(layer, own, 0));
-  }
+  for (int64_t layer = 0; layer < kv_.shape().n_layer; ++layer) kv_.copy_blocks(kv_, layer, shared, own, 1);
   unreference(shared);
   sequence.block_table[index] = own;
   ++num_block_copies_;

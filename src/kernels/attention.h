@@ -27,11 +27,16 @@ struct AttentionArgs {
   float* out;                // [n_q, head_dim]
   int64_t n_q;               // query heads in the group
   int64_t head_dim;
-  const float* keys = nullptr;    // this layer's key pool [num_blocks, block_size, kv_dim] + kv_head · head_dim
-  const float* values = nullptr;  // this layer's value pool, same layout and offset
-  const uint16_t* keys_f16 = nullptr;    // f16 cache: the key pool as binary16 bits, same layout and offset
-  const uint16_t* values_f16 = nullptr;  // f16 cache: the value pool
-  int64_t kv_dim;            // row stride of the pools
+  // Position p's key row is keys + block_table[p / block_size] · block_stride + (p % block_size) · row_stride:
+  // the KV cache's head-major blocks (model/kv_cache.h) have row_stride = head_dim and keys at the
+  // KV head's first row of block 0; a pool of whole rows [num_blocks, block_size, kv_dim] has
+  // row_stride = kv_dim, block_stride = block_size · kv_dim and keys offset by kv_head · head_dim.
+  const float* keys = nullptr;    // this layer's keys for the group's KV head
+  const float* values = nullptr;  // its values, same layout
+  const uint16_t* keys_f16 = nullptr;    // f16 cache: the keys as binary16 bits, same layout
+  const uint16_t* values_f16 = nullptr;  // f16 cache: the values
+  int64_t row_stride;        // elements from one position's row to the next within a block
+  int64_t block_stride;      // elements from one block to the next
   const int32_t* block_table;  // [⌈n_positions / block_size⌉] block ids of the sequence
   int64_t block_size;
   int64_t n_positions;       // the token attends to positions first_position..n_positions-1 (its own included)
@@ -46,11 +51,11 @@ struct AttentionArgs {
 // Soft-capping as ggml computes it: scale by 1/cap, tanh, scale by cap.
 inline float softcap_score(float s, float cap) { return std::tanh(s * (1.0f / cap)) * cap; }
 
-// Row of position p in a pool laid out [num_blocks, block_size, kv_dim].
+// Row of position p (AttentionArgs::row_stride, block_stride).
 template <typename T>
 inline const T* attention_row(const T* pool, const AttentionArgs& a, int64_t p) {
   const int64_t block = a.block_table[p / a.block_size];
-  return pool + (block * a.block_size + p % a.block_size) * a.kv_dim;
+  return pool + block * a.block_stride + p % a.block_size * a.row_stride;
 }
 
 }  // namespace nucleus

@@ -258,14 +258,18 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         const int32_t pos = batch.positions[i];
         const auto& table = tables_of(l)[static_cast<size_t>(batch.seq_index[i])];
         const int32_t block = table[pos / block_size];
-        if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
-          uint16_t* k16 = kv.key_f16(l, block, pos % block_size);
-          uint16_t* v16 = kv.value_f16(l, block, pos % block_size);
-          for (int64_t d = 0; d < kv_dim; ++d) k16[d] = f32_to_f16(k[d]);
-          for (int64_t d = 0; d < kv_dim; ++d) v16[d] = f32_to_f16(v[d]);
-        } else {
-          std::copy(k, k + kv_dim, kv.key(l, block, pos % block_size));
-          std::copy(v, v + kv_dim, kv.value(l, block, pos % block_size));
+        for (int64_t h = 0; h < S.n_head_kv; ++h) {  // each head's row in its own run (kv_cache.h)
+          const float* kh = k + h * head_dim;
+          const float* vh = v + h * head_dim;
+          if (kv_f16) {  // rounded to nearest even; attention widens them back exactly
+            uint16_t* k16 = kv.key_f16(l, block, pos % block_size, h, head_dim);
+            uint16_t* v16 = kv.value_f16(l, block, pos % block_size, h, head_dim);
+            for (int64_t d = 0; d < head_dim; ++d) k16[d] = f32_to_f16(kh[d]);
+            for (int64_t d = 0; d < head_dim; ++d) v16[d] = f32_to_f16(vh[d]);
+          } else {
+            std::copy(kh, kh + head_dim, kv.key(l, block, pos % block_size, h, head_dim));
+            std::copy(vh, vh + head_dim, kv.value(l, block, pos % block_size, h, head_dim));
+          }
         }
       });
 
@@ -292,13 +296,14 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         a.n_q = heads_per_unit;
         a.head_dim = head_dim;
         if (kv_f16) {
-          a.keys_f16 = kv.key_f16(kv_layer, 0, 0) + kv_head * head_dim;
-          a.values_f16 = kv.value_f16(kv_layer, 0, 0) + kv_head * head_dim;
+          a.keys_f16 = kv.key_f16(kv_layer, 0, 0, kv_head, head_dim);
+          a.values_f16 = kv.value_f16(kv_layer, 0, 0, kv_head, head_dim);
         } else {
-          a.keys = kv.key(kv_layer, 0, 0) + kv_head * head_dim;
-          a.values = kv.value(kv_layer, 0, 0) + kv_head * head_dim;
+          a.keys = kv.key(kv_layer, 0, 0, kv_head, head_dim);
+          a.values = kv.value(kv_layer, 0, 0, kv_head, head_dim);
         }
-        a.kv_dim = kv_stride;
+        a.row_stride = head_dim;
+        a.block_stride = kv.block_elements();
         a.block_table = tables_of(kv_layer)[static_cast<size_t>(batch.seq_index[i])].data();
         a.block_size = block_size;
         a.n_positions = batch.positions[i] + 1;

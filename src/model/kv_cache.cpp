@@ -97,4 +97,19 @@ void KvCache::restore_state(int64_t slot, const StateSnapshot& in) {
   set_state_tokens(slot, in.tokens);
 }
 
+void KvCache::copy_blocks(const KvCache& source, int64_t layer, int64_t from, int64_t to, int64_t n_blocks) {
+  if (source.shape_.block_size != shape_.block_size || source.shape_.kv_dim != shape_.kv_dim || source.type() != type())
+    throw Error("KV cache: copying blocks between caches of different shapes");
+  const auto block = static_cast<size_t>(block_elements()), n = block * static_cast<size_t>(n_blocks);
+  const size_t src = source.places_[static_cast<size_t>(layer)].base + static_cast<size_t>(from) * block;
+  const size_t dst = places_[static_cast<size_t>(layer)].base + static_cast<size_t>(to) * block;
+  if (type() == KvType::f16) {
+    std::copy_n(source.k16_.begin() + src, n, k16_.begin() + dst);
+    std::copy_n(source.v16_.begin() + src, n, v16_.begin() + dst);
+  } else {
+    std::copy_n(source.k_.begin() + src, n, k_.begin() + dst);
+    std::copy_n(source.v_.begin() + src, n, v_.begin() + dst);
+  }
+}
+
 }  // namespace nucleus

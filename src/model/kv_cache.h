@@ -71,17 +71,43 @@ class KvCache {
   bool in_window_pool(int64_t layer) const { return places_[static_cast<size_t>(layer)].window; }
   bool has_window_pool() const { return shape_.num_window_blocks > 0 && !shape_.window_layers.empty(); }
 
-  // Row of kv_dim floats for (layer, block, slot); f32 caches only.
-  float* key(int64_t layer, int64_t block, int64_t slot) { return k_.data() + offset(layer, block, slot); }
-  float* value(int64_t layer, int64_t block, int64_t slot) { return v_.data() + offset(layer, block, slot); }
-  const float* key(int64_t layer, int64_t block, int64_t slot) const { return k_.data() + offset(layer, block, slot); }
-  const float* value(int64_t layer, int64_t block, int64_t slot) const { return v_.data() + offset(layer, block, slot); }
-
-  // Row of kv_dim f16 values (binary16 bits) for (layer, block, slot); f16 caches only.
-  uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot) { return k16_.data() + offset(layer, block, slot); }
-  uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot) { return v16_.data() + offset(layer, block, slot); }
-  const uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot) const { return k16_.data() + offset(layer, block, slot); }
-  const uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot) const { return v16_.data() + offset(layer, block, slot); }
+  // Within a block, each KV head's rows are contiguous ("head-major"): a layer's share of a block is
+  //   [n_head_kv, block_size, head_dim]  (n_head_kv · head_dim ≤ kv_dim, the block kv_dim · block_size)
+  // so attention over one KV head reads block_size · head_dim consecutive values per block, not
+  // head_dim out of every kv_dim-wide row (batch-32 decode, where each sequence's cached rows come
+  // from DRAM, spends a fifth of its step in attention).
+  // Row of KV head `head` (head_dim wide) at (layer, block, slot); f32 caches only.
+  float* key(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) {
+    return k_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  float* value(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) {
+    return v_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  const float* key(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) const {
+    return k_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  const float* value(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) const {
+    return v_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  // The same as f16 values (binary16 bits); f16 caches only.
+  uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) {
+    return k16_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) {
+    return v16_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  const uint16_t* key_f16(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) const {
+    return k16_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  const uint16_t* value_f16(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) const {
+    return v16_.data() + offset(layer, block, slot, head, head_dim);
+  }
+  // Elements from one block of a layer to the next (kernels/attention.h: AttentionArgs::block_stride).
+  int64_t block_elements() const { return shape_.block_size * shape_.kv_dim; }
+  // Copies blocks [from, from + n_blocks) of `source`'s layer into blocks [to, to + n_blocks) of
+  // this cache's, keys and values. `source` (this cache, or one of the same block_size, kv_dim and
+  // type) must not overlap the destination.
+  void copy_blocks(const KvCache& source, int64_t layer, int64_t from, int64_t to, int64_t n_blocks);
 
   // Recurrent state (shape().recurrent): per recurrent layer and slot.
   bool has_recurrent_state() const { return shape_.recurrent.num_slots > 0; }
@@ -106,9 +132,9 @@ class KvCache {
     const RecurrentStateShape& r = shape_.recurrent;
     return static_cast<size_t>((state_layer_[static_cast<size_t>(layer)] * r.num_slots + slot) * (r.conv_floats + r.ssm_floats));
   }
-  size_t offset(int64_t layer, int64_t block, int64_t slot) const {
+  size_t offset(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t head_dim) const {
     const LayerPlace& p = places_[static_cast<size_t>(layer)];
-    return p.base + static_cast<size_t>((block * shape_.block_size + slot) * shape_.kv_dim);
+    return p.base + static_cast<size_t>(block * block_elements() + (head * shape_.block_size + slot) * head_dim);
   }
   struct LayerPlace {
     size_t base = 0;      // offset of the layer's first block in k_/v_ (or k16_/v16_)

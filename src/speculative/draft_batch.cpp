@@ -3,7 +3,6 @@
 #include "core/common_prefix.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -64,13 +63,8 @@ void DraftBatch::grow_pool() {
   const int64_t old_blocks = kv_ ? kv_->shape().num_blocks : 0;
   const int64_t new_blocks = std::max(kInitialBlocks, 2 * old_blocks);
   auto bigger = std::make_unique<KvCache>(KvCacheShape{hp.n_layer, new_blocks, kBlockSize, hp.kv_dim()});
-  if (kv_) {  // [n_layer, num_blocks, block_size, kv_dim]: each layer's old blocks are one run
-    const size_t floats = static_cast<size_t>(old_blocks * kBlockSize * hp.kv_dim());
-    for (int64_t l = 0; l < hp.n_layer; ++l) {
-      std::memcpy(bigger->key(l, 0, 0), kv_->key(l, 0, 0), floats * sizeof(float));
-      std::memcpy(bigger->value(l, 0, 0), kv_->value(l, 0, 0), floats * sizeof(float));
-    }
-  }
+  if (kv_)
+    for (int64_t l = 0; l < hp.n_layer; ++l) bigger->copy_blocks(*kv_, l, 0, 0, old_blocks);
   for (int64_t b = new_blocks - 1; b >= old_blocks; --b) free_blocks_.push_back(static_cast<int32_t>(b));
   kv_ = std::move(bigger);
 }
