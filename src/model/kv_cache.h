@@ -142,9 +142,9 @@ class KvCache {
   };
   std::vector<LayerPlace> places_;  // [n_layer]
   KvCacheShape shape_;
-  // f32: main-pool layers [n_main_layers, num_blocks, block_size, kv_dim], then window-pool layers
-  // [n_window_layers, num_window_blocks, block_size, kv_dim]
-  // On cache lines (core/aligned_vector.h): a head's row then spans kv_head_dim · 4 / 64 lines, not one more.
+  // f32: main-pool layers [n_main_layers, num_blocks, block_size · kv_dim], then window-pool layers
+  // [n_window_layers, num_window_blocks, block_size · kv_dim], each block head-major (above).
+  // On cache lines (core/aligned_vector.h): a head row of a multiple of 16 floats covers whole lines.
   AlignedVector<float> k_;
   AlignedVector<float> v_;
   AlignedVector<uint16_t> k16_;  // f16: the same layout
