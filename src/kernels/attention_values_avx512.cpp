@@ -2,6 +2,10 @@
 
 #include <immintrin.h>
 
+// GCC 12's _mm512_cvtph_ps and friends leave an intrinsic-internal value "maybe uninitialized" (a
+// false positive in its own header; see tile_f16_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -23,7 +27,7 @@ NUCLEUS_AVX512_VALUES inline __m512 load16(const uint16_t* p) {
 }
 
 // rows[p − first] is value row p (see attention_over); cells of a chunk outside
-// first..n_positions−1 add weight 0 · a zero row, as in the 8-wide version.
+// first..n_positions−1, which the 8-wide version adds as weight 0 · a zero row, are skipped.
 //
 // The rows of one lane group l (positions l, l + 16, l + 32, ... of every chunk) are first gathered,
 // widened to f32, into a contiguous buffer that every head of the group then reads: in the cache's
@@ -60,9 +64,12 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int64_t p = chunk + l + 16 * j;
-          const bool inside = !decltype(checked)::value || (p >= first && p < a.n_positions);
+          // A masked cell would add 0 · a zero row, leaving the sum as it is (a sum that starts at
+          // +0 is never −0 under round-to-nearest), so it is skipped: at 66 positions the last chunk
+          // holds 2 of its 64.
+          if (decltype(checked)::value && (p < first || p >= a.n_positions)) continue;
           const float* row = gathered + (c * 4 + j) * 64;
-          const __m512 w = _mm512_set1_ps(inside ? weights[p - first] : 0.0f);
+          const __m512 w = _mm512_set1_ps(weights[p - first]);
 #pragma GCC unroll 4
           for (int v = 0; v < 4; ++v) acc[j][v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(row + 16 * v), acc[j][v]);
         }
@@ -78,13 +85,12 @@ NUCLEUS_AVX512_VALUES void weighted_values_impl(const AttentionArgs& a, const T*
         _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(_mm512_add_ps(acc[0][v], acc[2][v]), _mm512_add_ps(acc[1][v], acc[3][v])));
     };
     for (int64_t l = 0; l < 16; ++l) {
-      for (int64_t c = 0; c < n_chunks; ++c)  // gather: masked cells and the tail of head_dim are zeros
+      for (int64_t c = 0; c < n_chunks; ++c)  // gather (the tail of head_dim as zeros); masked cells are never read
         for (int j = 0; j < 4; ++j) {
           const int64_t p = chunk_begin + c * kGgmlDotLanes + l + 16 * j;
+          if (p < first || p >= a.n_positions) continue;
           float* dst = gathered + (c * 4 + j) * 64;
-          const bool inside = p >= first && p < a.n_positions;
-          for (int v = 0; v < 4; ++v)
-            _mm512_storeu_ps(dst + 16 * v, inside ? load16(rows[p - first] + d0 + 16 * v, mask[v]) : _mm512_setzero_ps());
+          for (int v = 0; v < 4; ++v) _mm512_storeu_ps(dst + 16 * v, load16(rows[p - first] + d0 + 16 * v, mask[v]));
         }
       for (int64_t h = 0; h < a.n_q; ++h) lanes_of(l, h);
     }
