@@ -286,9 +286,14 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       const int64_t kv_layer = S.kv_source;
       // Every token attends to its sequence's positions up to its own (all written by now), or the
       // last sliding_window of them.
+      // Units go KV head by KV head (all tokens of one head, then the next), and where the heads
+      // divide evenly among the threads each thread takes a contiguous run of whole heads: every
+      // head costs the same, and a head's cached rows, read cold once, then serve the other tokens
+      // of the step from that core's caches (a 5-token verification pass reads each sequence's rows
+      // five times). Otherwise units are handed out dynamically in the same order.
       auto attend = [&](int64_t unit, int thread) {
-        const int64_t i = unit / (S.n_head_kv * units_per_kv_head);
-        const int64_t kv_head = unit / units_per_kv_head % S.n_head_kv;
+        const int64_t kv_head = unit / (n * units_per_kv_head);
+        const int64_t i = unit / units_per_kv_head % n;
         const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
         AttentionArgs a;
         a.q = &s.q[i * q_dim + first_head * head_dim];
@@ -316,7 +321,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         (kv_f16 ? ops.attention_f16 : ops.attention)(a);
       };
       const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      if (parallel_attention) {
+      if (parallel_attention && S.n_head_kv * units_per_kv_head % n_threads == 0) {
+  #pragma omp parallel for num_threads(n_threads) schedule(static)
+        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
+      } else if (parallel_attention) {
   #pragma omp parallel for num_threads(n_threads) schedule(dynamic)
         for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
       } else {
