@@ -14,12 +14,15 @@
 //   rms_norm, softmax, swiglu, rope   the per-token operators, at model sizes
 //   fma_peak              one thread's FMA peak as `nucleus bench` measures it (mul_adds_per_s,
 //                         multiply-adds as items/s counts them above): the gemm rates' denominator
+//   gemm_share/<F16|BF16>/avx512/128  gemm_l2's 128-token rate over that peak, from pairs measured
+//                         back to back (share_median, share_min, share_max)
 // Every ISA this CPU supports is registered; NUCLEUS_ISA does not apply here.
 //
 //   cmake --build build --target benchmarks && build/bench/kernels_bench [--benchmark_filter=gemv]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -172,6 +175,39 @@ void fma_peak(benchmark::State& state) {
   state.counters["mul_adds_per_s"] = gflop / 2 * 1e9;  // 2 FLOPs per multiply-add
 }
 
+// The F16 and BF16 GEMM's share of the FMA peak from pairs taken back to back: each iteration
+// measures the peak (measure_fma_peak(1), ~70 ms) and then runs gemm_l2's matrix × 128 tokens
+// for about as long; the counters are the median, lowest and highest of the per-pair shares.
+// On a shared host whose speed shifts between states (this Zen 5 VM's does, for seconds at a
+// time) a share from a peak and a GEMM measured minutes apart mixes states; a pair does not.
+void gemm_share(benchmark::State& state, Isa isa, GgmlType type) {
+  constexpr int64_t kTokens = 128;
+  BenchMatrix m(type, kL2Rows);
+  const auto values = normal_values(static_cast<size_t>(kTokens * kCols), 3);
+  const AlignedVector<float> x(values.begin(), values.end());
+  std::vector<float> y(static_cast<size_t>(kTokens * kL2Rows));
+  MatmulScratch scratch;
+  const DotKernels& kernels = dot_kernels_for(isa);
+  std::vector<double> shares;
+  for (auto _ : state) {
+    const double peak = measure_fma_peak(1) / 2 * 1e9;  // multiply-adds per second
+    int64_t calls = 0;
+    const auto start = std::chrono::steady_clock::now();
+    double seconds = 0;
+    while (seconds < 0.07) {
+      matmul(kernels, m.w, x.data(), kTokens, y.data(), 1, scratch);
+      benchmark::DoNotOptimize(y.data());
+      ++calls;
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    shares.push_back(static_cast<double>(calls * kTokens * kL2Rows * kCols) / seconds / peak);
+  }
+  std::sort(shares.begin(), shares.end());
+  state.counters["share_median"] = shares[shares.size() / 2];
+  state.counters["share_min"] = shares.front();
+  state.counters["share_max"] = shares.back();
+}
+
 void register_all() {
   const GgmlType types[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
                             GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -202,6 +238,11 @@ void register_all() {
   benchmark::RegisterBenchmark("swiglu/5632", swiglu_op);
   benchmark::RegisterBenchmark("rope/head64", rope_op);
   benchmark::RegisterBenchmark("fma_peak", fma_peak)->Iterations(3)->Unit(benchmark::kMillisecond);
+  if (cpu_supports(Isa::Avx512))
+    for (GgmlType type : {GgmlType::F16, GgmlType::BF16})
+      benchmark::RegisterBenchmark(("gemm_share/" + std::string(ggml_type_name(type)) + "/avx512/128").c_str(), gemm_share,
+                                   Isa::Avx512, type)
+          ->Iterations(15)->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
