@@ -286,15 +286,17 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       const int64_t kv_layer = S.kv_source;
       // Every token attends to its sequence's positions up to its own (all written by now), or the
       // last sliding_window of them.
-      // Units go KV head by KV head (all tokens of one head, then the next), and where the heads
-      // divide evenly among the threads each thread takes a contiguous run of whole heads: every
-      // head costs the same, and a head's cached rows, read cold once, then serve the other tokens
-      // of the step from that core's caches (a 5-token verification pass reads each sequence's rows
-      // five times). Otherwise units are handed out dynamically in the same order.
+      // Units go by (KV head, slice), each with all the step's tokens in a row, and where those
+      // groups divide evenly among the threads each thread takes a contiguous run of whole groups:
+      // every group costs the same (the same tokens over the same positions), and a head's cached
+      // rows, read cold once, then serve the step's other tokens from that core's caches (a 5-token
+      // verification pass reads each sequence's rows five times). Otherwise units are handed out
+      // dynamically in the same order.
       auto attend = [&](int64_t unit, int thread) {
         const int64_t kv_head = unit / (n * units_per_kv_head);
-        const int64_t i = unit / units_per_kv_head % n;
-        const int64_t first_head = kv_head * group + unit % units_per_kv_head * heads_per_unit;
+        const int64_t slice = unit / n % units_per_kv_head;
+        const int64_t i = unit % n;
+        const int64_t first_head = kv_head * group + slice * heads_per_unit;
         AttentionArgs a;
         a.q = &s.q[i * q_dim + first_head * head_dim];
         a.out = &s.attn[i * q_dim + first_head * head_dim];
