@@ -2,10 +2,6 @@
 
 #include <immintrin.h>
 
-// GCC 12's _mm512_cvtph_ps and friends leave an intrinsic-internal value "maybe uninitialized" (a
-// false positive in its own header; see tile_f16_avx512.cpp).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>

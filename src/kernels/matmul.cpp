@@ -396,7 +396,7 @@ void matmul_packed_kquant(PackedKQuantKernel kernel, const PackedRows& p, const 
 template <typename Activation, typename Kernel>
 void packed_half_group(Kernel kernel, const PackedRows& p, int64_t g, const Activation* x, int64_t t0, int n, float* y) {
   const int64_t m = p.n_rows, k = p.n_cols;
-  const Activation* xs[kDotTokens];
+  const Activation* xs[kDotTokens] = {};
   for (int j = 0; j < n; ++j) xs[j] = x + (t0 + j) * k;
   float out[kPackedHalfRows * kDotTokens];
   kernel(reinterpret_cast<const uint16_t*>(p.group(g)), xs, n, k, out);

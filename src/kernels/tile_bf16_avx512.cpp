@@ -4,11 +4,6 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-// GCC 12's own header: a false "maybe uninitialized" inside _mm512_extractf64x4_pd (as in
-// tile_f16_avx512.cpp; "is used uninitialized" where the row count is a constant).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
 #include "kernels/dispatch_tokens.h"
 #include "kernels/dot.h"
 #include "kernels/horizontal_sum_x86.h"

@@ -2,12 +2,6 @@
 // still runs on CPUs without AVX-512; select_dot_kernels() only hands this out where it runs.
 #include <immintrin.h>
 
-// GCC 12's _mm512_cvtph_ps and _mm512_extractf64x4_pd leave an intrinsic-internal value "maybe
-// uninitialized" (a false positive in its own header: `__m256d __Y = __Y`), once per template
-// instance; where the row count is a constant (the packed tiles) it says "is used uninitialized".
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
 #include "kernels/dispatch_tokens.h"
 #include "kernels/dot.h"
 #include "kernels/horizontal_sum_x86.h"
