@@ -23,7 +23,7 @@ struct HalfMatrix {
   HalfMatrix(GgmlType type, int64_t m, int64_t k, uint32_t seed) {
     for (float v : test::normal_values(static_cast<size_t>(m * k), seed))
       halves.push_back(type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v));
-    w = WeightMatrix{type, halves.data(), k, m, static_cast<size_t>(k) * 2};
+    w = WeightMatrix{type, halves.data(), k, m, static_cast<size_t>(k) * 2, /*packed=*/{}, /*copy=*/{}};
   }
 };
 

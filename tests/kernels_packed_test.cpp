@@ -28,7 +28,7 @@ StoredMatrix random_matrix(GgmlType type, int64_t m, int64_t k, uint32_t seed) {
   s.bytes.resize(row_bytes * static_cast<size_t>(m));
   auto values = test::normal_values(static_cast<size_t>(m * k), seed);
   for (int64_t r = 0; r < m; ++r) quantize_row(type, values.data() + r * k, s.bytes.data() + r * row_bytes, k);
-  s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes};
+  s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes, /*packed=*/{}, /*copy=*/{}};
   return s;
 }
 
@@ -130,7 +130,7 @@ StoredMatrix random_kquant_matrix(GgmlType type, int64_t m, int64_t k, uint32_t 
     auto* blocks = reinterpret_cast<BlockQ6_K*>(s.bytes.data());
     for (size_t b = 0; b < s.bytes.size() / sizeof(BlockQ6_K); ++b) blocks[b].d = f32_to_f16(scale(rng));
   }
-  s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes};
+  s.w = WeightMatrix{type, s.bytes.data(), k, m, row_bytes, /*packed=*/{}, /*copy=*/{}};
   return s;
 }
 
@@ -163,7 +163,7 @@ TEST_P(PackedKernels, KQuantsEqualTheScalarRowMajorDotBitForBit) {
 
 TEST(PackedRows, OnlyQ4_0AndQ8_0CanBePacked) {
   std::vector<float> row(64, 1.0f);
-  WeightMatrix w{GgmlType::F32, row.data(), 64, 1, 256};
+  WeightMatrix w{GgmlType::F32, row.data(), 64, 1, 256, /*packed=*/{}, /*copy=*/{}};
   EXPECT_THROW(pack_rows(w, 1), Error);
   pack_weights(w, 1);  // a no-op for other types
   EXPECT_FALSE(w.packed);

@@ -29,7 +29,7 @@ struct Matrix {
     bytes.resize(row_bytes * static_cast<size_t>(rows));
     const auto values = test::normal_values(static_cast<size_t>(rows * kCols), seed);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data() + r * kCols, bytes.data() + r * row_bytes, kCols);
-    w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
+    w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes, /*packed=*/{}, /*copy=*/{}};
     pack_weights(w, 1, nullptr, table);
   }
 };

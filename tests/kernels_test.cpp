@@ -347,7 +347,7 @@ TEST(Matmul, RowsAreIndependentOfTheNumberOfTokens) {
     auto w = random_vector(static_cast<size_t>(k * m), 11);
     std::vector<uint8_t> stored(ggml_row_size(type, k) * m);
     for (int64_t r = 0; r < m; ++r) quantize_row(type, w.data() + r * k, stored.data() + r * ggml_row_size(type, k), k);
-    WeightMatrix matrix{type, stored.data(), k, m, ggml_row_size(type, k)};
+    WeightMatrix matrix{type, stored.data(), k, m, ggml_row_size(type, k), /*packed=*/{}, /*copy=*/{}};
     auto x = random_vector(static_cast<size_t>(n_tokens * k), 12);
     std::vector<float> batched(static_cast<size_t>(n_tokens * m)), alone(static_cast<size_t>(m));
     MatmulScratch scratch;
@@ -367,7 +367,7 @@ TEST(WeightMemory, LargeMatricesMoveToAlignedCopiesThatMultiplyTheSame) {
   auto w = random_vector(static_cast<size_t>(k * m), 21);
   auto stored = std::make_unique<std::vector<uint8_t>>(ggml_row_size(GgmlType::F16, k) * m);
   for (int64_t r = 0; r < m; ++r) quantize_row(GgmlType::F16, w.data() + r * k, stored->data() + r * 2 * k, k);
-  WeightMatrix matrix{GgmlType::F16, stored->data(), k, m, ggml_row_size(GgmlType::F16, k)};
+  WeightMatrix matrix{GgmlType::F16, stored->data(), k, m, ggml_row_size(GgmlType::F16, k), /*packed=*/{}, /*copy=*/{}};
   auto x = random_vector(static_cast<size_t>(5 * k), 22);
   std::vector<float> before(static_cast<size_t>(5 * m)), after(before.size());
   MatmulScratch scratch;
@@ -383,7 +383,7 @@ TEST(WeightMemory, LargeMatricesMoveToAlignedCopiesThatMultiplyTheSame) {
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0);
 
   std::vector<uint8_t> small(ggml_row_size(GgmlType::F16, k) * 4);
-  WeightMatrix little{GgmlType::F16, small.data(), k, 4, ggml_row_size(GgmlType::F16, k)};
+  WeightMatrix little{GgmlType::F16, small.data(), k, 4, ggml_row_size(GgmlType::F16, k), /*packed=*/{}, /*copy=*/{}};
   EXPECT_FALSE(copy_to_weight_memory(little));
   EXPECT_EQ(little.data, static_cast<const void*>(small.data()));
   EXPECT_EQ(little.copy, nullptr);
