@@ -10,8 +10,9 @@ namespace nucleus::jinja {
 
 namespace {
 
+// \uXXXX for a UTF-16 code unit (every caller's is ≤ 0xFFFF; the buffer has room for any uint32).
 void append_escape(uint32_t code_unit, std::string& out) {
-  char buffer[8];
+  char buffer[16];
   std::snprintf(buffer, sizeof buffer, "\\u%04x", code_unit);
   out += buffer;
 }
