@@ -273,7 +273,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         }
       });
 
-      // Attention work units: (token, KV head, slice of its query-head group). A whole group shares
+      // Attention work units: (KV head, slice of its query-head group, token). A whole group shares
       // each loaded key/value row; it is split only when there are too few units to keep every thread
       // busy (decode of one token). A head's result does not depend on the split.
       int64_t heads_per_unit = group;
