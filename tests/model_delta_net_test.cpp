@@ -79,11 +79,12 @@ TEST(DeltaNet, ChunkedFormAgreesWithRecurrentForm) {
   const RandomSequence seq(150, 7);
   const int64_t value_dim = seq.spec.value_dim();
   std::vector<float> recurrent_state = seq.state, recurrent_out(static_cast<size_t>(seq.n_tokens * value_dim));
-  delta_net_recurrent(seq.spec, seq.inputs(0, seq.n_tokens), recurrent_state.data(), recurrent_out.data(), 1);
+  delta_net_recurrent(seq.spec, seq.inputs(0, seq.n_tokens), recurrent_state.data(), recurrent_out.data());
   for (int64_t chunk : {1, 7, 64, 200}) {
     for (int threads : {1, 2}) {
       std::vector<float> state = seq.state, out(recurrent_out.size());
-      delta_net_chunked(seq.spec, seq.inputs(0, seq.n_tokens), state.data(), out.data(), threads, chunk);
+      WorkerPool pool(threads);
+      delta_net_chunked(seq.spec, seq.inputs(0, seq.n_tokens), state.data(), out.data(), &pool, chunk);
       EXPECT_LE(max_difference(out, recurrent_out), 1e-4) << "chunk " << chunk;
       EXPECT_LE(max_difference(state, recurrent_state), 1e-4) << "chunk " << chunk;
       std::printf("[ delta    ] chunk %lld, %d threads: outputs %.3g, state %.3g\n", static_cast<long long>(chunk), threads,
@@ -97,11 +98,12 @@ TEST(DeltaNet, PrefillThenDecodeContinuesTheState) {
   const RandomSequence seq(150, 11);
   const int64_t value_dim = seq.spec.value_dim();
   std::vector<float> expected_state = seq.state, expected(static_cast<size_t>(seq.n_tokens * value_dim));
-  delta_net_recurrent(seq.spec, seq.inputs(0, seq.n_tokens), expected_state.data(), expected.data(), 1);
+  delta_net_recurrent(seq.spec, seq.inputs(0, seq.n_tokens), expected_state.data(), expected.data());
   std::vector<float> state = seq.state, out(expected.size());
-  delta_net_chunked(seq.spec, seq.inputs(0, 90), state.data(), out.data(), 2, 64);
+  WorkerPool pool(2);
+  delta_net_chunked(seq.spec, seq.inputs(0, 90), state.data(), out.data(), &pool, 64);
   for (int64_t t = 90; t < seq.n_tokens; ++t)
-    delta_net_recurrent(seq.spec, seq.inputs(t, 1), state.data(), out.data() + t * value_dim, 1);
+    delta_net_recurrent(seq.spec, seq.inputs(t, 1), state.data(), out.data() + t * value_dim);
   EXPECT_LE(max_difference(out, expected), 1e-4);
   EXPECT_LE(max_difference(state, expected_state), 1e-4);
 }
@@ -112,7 +114,7 @@ TEST(DeltaNet, RecurrentFormMatchesTheDefinition) {
   const DeltaNetSpec& spec = seq.spec;
   const int64_t S = spec.head_dim, Hv = spec.n_v_heads, conv_dim = spec.conv_dim();
   std::vector<float> state = seq.state, out(static_cast<size_t>(seq.n_tokens * spec.value_dim()));
-  delta_net_recurrent(spec, seq.inputs(0, seq.n_tokens), state.data(), out.data(), 1);
+  delta_net_recurrent(spec, seq.inputs(0, seq.n_tokens), state.data(), out.data());
   for (int64_t j = 0; j < Hv; ++j) {
     const int64_t key_head = j % spec.n_k_heads;  // tiled pairing, as ggml broadcasts
     std::vector<double> M(static_cast<size_t>(S * S));  // M[a][b]

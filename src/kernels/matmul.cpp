@@ -1,7 +1,5 @@
 #include "kernels/matmul.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -19,6 +17,11 @@ namespace nucleus {
 namespace {
 constexpr int64_t kMinParallelWork = 1 << 18;  // multiply-adds below which one thread is faster
 }  // namespace
+
+WorkerPool& worker_pool(MatmulScratch& scratch, int n_threads) {
+  if (!scratch.pool || scratch.pool->n_threads() != n_threads) scratch.pool = std::make_shared<WorkerPool>(n_threads);
+  return *scratch.pool;
+}
 
 ActivationFormat activation_format(GgmlType type) {
   switch (type) {
@@ -111,11 +114,9 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
       kernels.quantize_q8_K(x + t * k, scratch.q8_K.data() + t * nb, k);
   };
   // Many tokens (prefill) quantize in parallel; each row's result does not depend on the split.
-  // Otherwise no OpenMP at all: an `if (false)` region still enters libgomp, which cost ~1.4 us of
-  // the 1.6 us a 2048-value row takes (perf, kernels_bench quantize_activations).
+  // A few stay on this thread: waking the others costs more than the ~0.5 us a 2048-value row takes.
   if (n_threads > 1 && n_tokens * k >= kMinParallelWork / 16) {
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t t = 0; t < n_tokens; ++t) quantize_token(t);
+    worker_pool(scratch, n_threads).run(n_tokens, /*dynamic=*/false, [&](int64_t t, int) { quantize_token(t); });
   } else {
     for (int64_t t = 0; t < n_tokens; ++t) quantize_token(t);
   }
@@ -173,7 +174,7 @@ bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
 
 namespace {
 
-// body(task, thread) for tasks [0, n_tasks), on a team of n_threads when `parallel` (OpenMP; dynamic
+// body(task, thread) for tasks [0, n_tasks), on scratch's pool of n_threads when `parallel` (dynamic
 // hands out one task at a time, static gives each thread one contiguous share). While profiling,
 // each thread's time inside its tasks is added to scratch.busy_seconds.
 template <class Body>
@@ -187,12 +188,8 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
   };
   if (!parallel) {
     for (int64_t t = 0; t < n_tasks; ++t) task(t, 0);
-  } else if (dynamic) {
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-    for (int64_t t = 0; t < n_tasks; ++t) task(t, omp_get_thread_num());
   } else {
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t t = 0; t < n_tasks; ++t) task(t, omp_get_thread_num());
+    worker_pool(scratch, n_threads).run(n_tasks, dynamic, task);
   }
 }
 

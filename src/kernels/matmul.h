@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/aligned_vector.h"
+#include "core/worker_pool.h"
 #include "io/ggml_type.h"
 #include "kernels/dot.h"
 #include "kernels/packed_rows.h"
@@ -47,7 +48,13 @@ struct MatmulScratch {
   std::vector<int32_t> q8_0_sum;  // [n_tokens, n_cols / 32] Σ of each Q8_0 block's quants
   std::vector<int32_t> q8_0_chunk_bias;  // [n_tokens, n_cols / 32, 8] −128 · Σ of each 4 consecutive quants
   AlignedVector<uint16_t> bf16;  // [n_tokens, n_cols] activations rounded to BF16 (BF16 tiles), on cache lines
+  // The threads of parallel calls (core/worker_pool.h), made by worker_pool() on first use. Scratch
+  // that several loops of one forward pass use shares one pool, so no two teams spin at once.
+  std::shared_ptr<WorkerPool> pool;
 };
+
+// scratch.pool, made (or remade) for n_threads when it has another size.
+WorkerPool& worker_pool(MatmulScratch& scratch, int n_threads);
 
 // The activation format a weight type's dot product consumes.
 enum class ActivationFormat { F32, Q8_0, Q8_K };

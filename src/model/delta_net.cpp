@@ -1,7 +1,5 @@
 #include "model/delta_net.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -28,28 +26,27 @@ float dot(const float* a, const float* b, int64_t n) {
   return lane[0];
 }
 
-// Runs head_body(j) for every value head, on threads when the work is worth waking them.
+// Runs head_body(j, thread) for every value head, on the pool's threads when the work is worth
+// waking them.
 template <class Body>
-void for_each_head(int64_t n_heads, int64_t work, int n_threads, const Body& head_body) {
-  if (n_threads > 1 && n_heads > 1 && work >= (1 << 15)) {
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t j = 0; j < n_heads; ++j) head_body(j);
+void for_each_head(int64_t n_heads, int64_t work, WorkerPool* pool, const Body& head_body) {
+  if (pool && pool->n_threads() > 1 && n_heads > 1 && work >= (1 << 15)) {
+    pool->run(n_heads, /*dynamic=*/false, head_body);
     return;
   }
-  for (int64_t j = 0; j < n_heads; ++j) head_body(j);
+  for (int64_t j = 0; j < n_heads; ++j) head_body(j, 0);
 }
 
 }  // namespace
 
 void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel, const float* weight, float* state,
-                    float* out, float* window, int n_threads) {
+                    float* out, float* window, WorkerPool* pool) {
   const int64_t history = kernel - 1;
   // window: [K−1+n, conv_dim] = the carried inputs, then this step's.
   std::memcpy(window, state, static_cast<size_t>(history * conv_dim) * sizeof(float));
   std::memcpy(window + history * conv_dim, m, static_cast<size_t>(n * conv_dim) * sizeof(float));
   // Each output is its own sum: tokens split over threads change no result.
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && n * conv_dim >= (1 << 16))
-  for (int64_t t = 0; t < n; ++t) {
+  auto token = [&](int64_t t, int) {
     float* o = out + t * conv_dim;
     for (int64_t c = 0; c < conv_dim; ++c) {
       const float* w = weight + c * kernel;
@@ -57,7 +54,9 @@ void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel,
       for (int64_t j = 0; j < kernel; ++j) sum += w[j] * window[(t + j) * conv_dim + c];
       o[c] = silu(sum);
     }
-  }
+  };
+  if (pool && pool->n_threads() > 1 && n * conv_dim >= (1 << 16)) pool->run(n, /*dynamic=*/false, token);
+  else for (int64_t t = 0; t < n; ++t) token(t, 0);
   std::memcpy(state, window + n * conv_dim, static_cast<size_t>(history * conv_dim) * sizeof(float));
 }
 
@@ -166,19 +165,19 @@ void delta_net_chunked_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, 
   }
 }
 
-void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads) {
+void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, WorkerPool* pool) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
-  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, n_threads, [&](int64_t j) {
+  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, pool, [&](int64_t j, int) {
     delta_net_recurrent_head(spec, in, j, states + j * S * S, out, out_stride);
   });
 }
 
-void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads,
+void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, WorkerPool* pool,
                        int64_t chunk_size) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
-  std::vector<std::vector<float>> scratch(static_cast<size_t>(std::max(1, n_threads)));
-  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, n_threads, [&](int64_t j) {
-    std::vector<float>& mine = scratch[static_cast<size_t>(std::min(omp_get_thread_num(), std::max(1, n_threads) - 1))];
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->n_threads() : 1));
+  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, pool, [&](int64_t j, int thread) {
+    std::vector<float>& mine = scratch[static_cast<size_t>(thread)];
     delta_net_chunked_head(spec, in, j, states + j * S * S, out, out_stride, chunk_size, mine);
   });
 }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/worker_pool.h"
 #include "model/hparams.h"
 
 namespace nucleus {
@@ -30,9 +31,10 @@ namespace nucleus {
 // m: [n, conv_dim]; weight: [conv_dim, K] (tap K−1 multiplies the current token);
 // state: [K−1, conv_dim] the inputs before m[0] (oldest first; zeros at a sequence's start),
 // replaced by the last K−1 inputs; out: [n, conv_dim]; window: scratch of (K−1+n)·conv_dim floats.
-// Long runs are split over n_threads tokens-wise (the same result on any thread count).
+// Long runs are split over the pool's threads tokens-wise (the same result on any thread count);
+// without a pool, on this thread.
 void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel, const float* weight, float* state,
-                    float* out, float* window, int n_threads = 1);
+                    float* out, float* window, WorkerPool* pool = nullptr);
 
 // x ← x / max(‖x‖₂, eps) (ggml's l2_norm: the sum of squares in double).
 void l2_normalize(float* x, int64_t n, float eps);
@@ -57,9 +59,11 @@ void delta_net_recurrent_head(const DeltaNetSpec& spec, const DeltaNetInputs& in
 void delta_net_chunked_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, int64_t head, float* state, float* out,
                             int64_t out_stride, int64_t chunk_size, std::vector<float>& scratch);
 
-// All value heads (states: [Hv, S, S]), on n_threads; a head's result does not depend on the threads.
-void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads);
-void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, int n_threads,
-                       int64_t chunk_size = 64);
+// All value heads (states: [Hv, S, S]), on the pool's threads (this one without a pool); a head's
+// result does not depend on the threads.
+void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out,
+                         WorkerPool* pool = nullptr);
+void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out,
+                       WorkerPool* pool = nullptr, int64_t chunk_size = 64);
 
 }  // namespace nucleus

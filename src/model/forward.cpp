@@ -13,7 +13,6 @@
 // then logits = softcap?(Wout · norm(x, output_norm)) for the batch's output rows.
 // Every per-token step is the same arithmetic on any thread and in any batch, so batching never
 // changes a result (the engine's batch-invariance guarantee).
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -125,6 +124,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   if (!scratch_) scratch_ = std::make_shared<Scratch>();
   Scratch& s = *scratch_;
   s.matmul.profile = profile_;
+  WorkerPool& pool = worker_pool(s.matmul, n_threads);  // every parallel loop of the step
   // While profiling: the whole step's wall time, added when the step ends (however it ends).
   struct StepTimer {
     StepProfile* profile;
@@ -184,14 +184,14 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   };
   // x[i] += proj[i] (post-normed first when the layer says so).
   auto add_sub_block = [&](const std::vector<float>& post_norm) {
-    for_each_token(n, n_embd, n_threads, [&](int64_t i) {
+    for_each_token(pool, n, n_embd, [&](int64_t i) {
       float* p = &s.proj[i * n_embd];
       if (!post_norm.empty()) ops.rms_norm(p, post_norm.data(), p, n_embd, hp.rms_eps);
       ops.add(&s.x[i * n_embd], p, n_embd);
     });
   };
   auto norm_into_xn = [&](const std::vector<float>& weight) {
-    for_each_token(n, n_embd, n_threads,
+    for_each_token(pool, n, n_embd,
                    [&](int64_t i) { ops.rms_norm(&s.x[i * n_embd], weight.data(), &s.xn[i * n_embd], n_embd, hp.rms_eps); });
   };
 
@@ -205,7 +205,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
     // --- attention ---
     norm_into_xn(L.attn_norm);
     if (S.delta_net) {  // Qwen3.5: a recurrent mixer instead of attention (forward_delta_net.cpp)
-      delta_net_layer(l, batch, kv, s.xn.data(), s.proj.data(), n_threads);
+      delta_net_layer(l, batch, kv, s.xn.data(), s.proj.data(), s.matmul.pool);
     } else {
       if (S.attn_output_gate) {  // rows per head: query, then gate
         s.q_and_gate.resize(static_cast<size_t>(n * 2 * q_dim));
@@ -231,7 +231,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         const size_t count = S.k_as_v ? 1 : 2;
         matmul_same_input(*kernels_, std::span(ws, count), s.xn.data(), n, std::span(ys, count), n_threads, s.matmul);
       }
-      for_each_token(n, q_dim + 2 * kv_dim, n_threads, [&](int64_t i) {
+      for_each_token(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
         float* q = &s.q[i * q_dim];   // [n_head, head_dim]
         float* k = &s.k[i * kv_dim];  // [n_head_kv, head_dim]
         float* v = &s.v[i * kv_dim];  // [n_head_kv, head_dim]
@@ -323,12 +323,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         (kv_f16 ? ops.attention_f16 : ops.attention)(a);
       };
       const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      if (parallel_attention && S.n_head_kv * units_per_kv_head % n_threads == 0) {
-  #pragma omp parallel for num_threads(n_threads) schedule(static)
-        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
-      } else if (parallel_attention) {
-  #pragma omp parallel for num_threads(n_threads) schedule(dynamic)
-        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, omp_get_thread_num());
+      if (parallel_attention) {
+        pool.run(n_units, /*dynamic=*/S.n_head_kv * units_per_kv_head % n_threads != 0, attend);
       } else {
         for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
       }
@@ -349,7 +345,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       const WeightMatrix* ws[] = {&L.w_gate, &L.w_up};
       float* ys[] = {s.gate.data(), s.up.data()};
       matmul_same_input(*kernels_, ws, s.xn.data(), n, ys, n_threads, s.matmul);
-      for_each_token(n, n_ff, n_threads, [&](int64_t i) {
+      for_each_token(pool, n, n_ff, [&](int64_t i) {
         float* g = &s.gate[i * n_ff];
         if (hp.activation == Activation::Gelu) geglu_row(g, &s.up[i * n_ff], g, n_ff);
         else ops.swiglu(g, &s.up[i * n_ff], g, n_ff);
@@ -367,7 +363,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
   const int64_t n_out = batch.n_outputs();
   if (n_out == 0) return;
   s.out_x.resize(static_cast<size_t>(n_out * n_embd));
-  for_each_token(n_out, n_embd, n_threads, [&](int64_t o) {
+  for_each_token(pool, n_out, n_embd, [&](int64_t o) {
     const float* x = &s.x[batch.output_rows[o] * n_embd];
     ops.rms_norm(x, weights_.output_norm.data(), &s.out_x[o * n_embd], n_embd, hp.rms_eps);
   });

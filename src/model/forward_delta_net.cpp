@@ -76,7 +76,7 @@ void Model::validate_recurrent(const ForwardBatch& batch, const KvCache& kv) con
 }
 
 void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& kv, const float* xn, float* out,
-                            int n_threads) {
+                            const std::shared_ptr<WorkerPool>& threads) {
   if (!delta_scratch_) delta_scratch_ = std::make_shared<DeltaNetScratch>();
   DeltaNetScratch& ds = *delta_scratch_;
   const HParams& hp = hparams_;
@@ -86,6 +86,9 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
   const int64_t n = batch.n_tokens(), S = d.head_dim, Hk = d.n_k_heads, Hv = d.n_v_heads;
   const int64_t key_dim = d.key_dim(), value_dim = d.value_dim(), conv_dim = d.conv_dim(), K = d.conv_kernel;
   ds.matmul.profile = profile_;
+  ds.matmul.pool = threads;  // the forward pass's threads: one team spinning, not two
+  WorkerPool& pool = *threads;
+  const int n_threads = pool.n_threads();
   ds.mixed.resize(static_cast<size_t>(n * conv_dim));
   ds.z.resize(static_cast<size_t>(n * value_dim));
   ds.beta.resize(static_cast<size_t>(n * Hv));
@@ -128,17 +131,18 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
       std::copy_n(&ds.g[row * Hv], Hv, &ds.seq_g[t * Hv]);
       std::copy_n(&ds.beta[row * Hv], Hv, &ds.seq_beta[t * Hv]);
     }
-    delta_net_conv(ds.seq_m.data(), n_s, conv_dim, K, L.ssm_conv.data(), conv_state, ds.seq_u.data(), ds.window.data(), n_threads);
+    delta_net_conv(ds.seq_m.data(), n_s, conv_dim, K, L.ssm_conv.data(), conv_state, ds.seq_u.data(), ds.window.data(), &pool);
     // Per token and head, independent: split over threads for prefill (no result depends on it).
     const bool split = n_threads > 1 && n_s * conv_dim >= (1 << 16);
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (split)
-    for (int64_t t = 0; t < n_s; ++t) {
+    auto normalize = [&](int64_t t, int) {
       float* u = &ds.seq_u[t * conv_dim];
       for (int64_t h = 0; h < Hk; ++h) {
         l2_normalize(u + h * S, S, hp.rms_eps);            // q
         l2_normalize(u + key_dim + h * S, S, hp.rms_eps);  // k
       }
-    }
+    };
+    if (split) pool.run(n_s, /*dynamic=*/false, normalize);
+    else for (int64_t t = 0; t < n_s; ++t) normalize(t, 0);
     DeltaNetInputs in;
     in.n_tokens = n_s;
     in.q = ds.seq_u.data();
@@ -147,11 +151,10 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
     in.row_stride = conv_dim;
     in.g = ds.seq_g.data();
     in.beta = ds.seq_beta.data();
-    if (n_s >= kChunkedMinTokens) delta_net_chunked(d, in, ssm_state, ds.seq_o.data(), n_threads, kChunkSize);
-    else delta_net_recurrent(d, in, ssm_state, ds.seq_o.data(), n_threads);
+    if (n_s >= kChunkedMinTokens) delta_net_chunked(d, in, ssm_state, ds.seq_o.data(), &pool, kChunkSize);
+    else delta_net_recurrent(d, in, ssm_state, ds.seq_o.data(), &pool);
     // Gated RMS norm per value head: o_j ← norm(o_j, ssm_norm) · silu(z_j).
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (split)
-    for (int64_t t = 0; t < n_s; ++t) {
+    auto gate = [&](int64_t t, int) {
       const int64_t row = rows[static_cast<size_t>(t)];
       for (int64_t j = 0; j < Hv; ++j) {
         const float* o = &ds.seq_o[t * value_dim + j * S];
@@ -160,7 +163,9 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
         ops.rms_norm(o, L.ssm_norm.data(), gated, S, hp.rms_eps);
         for (int64_t b = 0; b < S; ++b) gated[b] *= z[b] / (1.0f + std::exp(-z[b]));
       }
-    }
+    };
+    if (split) pool.run(n_s, /*dynamic=*/false, gate);
+    else for (int64_t t = 0; t < n_s; ++t) gate(t, 0);
   }
   matmul(*kernels_, L.ssm_out, ds.o.data(), n, out, n_threads, ds.matmul);
 }

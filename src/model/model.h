@@ -114,8 +114,9 @@ class Model {
   void compute_per_layer_inputs(const ForwardBatch& batch, int n_threads);
   void add_per_layer_input(int64_t layer, int64_t n_tokens, int n_threads);
   // Gated delta-net mixer of `layer` (forward_delta_net.cpp): out[n, n_embd] from xn[n, n_embd],
-  // each sequence's state read from and written back to its slot in kv.
-  void delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& kv, const float* xn, float* out, int n_threads);
+  // each sequence's state read from and written back to its slot in kv, on the forward pass's threads.
+  void delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& kv, const float* xn, float* out,
+                       const std::shared_ptr<WorkerPool>& threads);
   void validate_recurrent(const ForwardBatch& batch, const KvCache& kv) const;
 
   std::shared_ptr<const GgufFile> file_;  // shared with share_weights() copies

@@ -1,0 +1,67 @@
+// A team of threads that runs one parallel loop at a time, for the forward pass's many short
+// regions (a decode step enters ~111: the matmul passes and attention of every layer).
+//
+// Why not OpenMP there: entering and leaving a libgomp region for 2 threads cost 3.1–4.7 µs on the
+// Zen 5 of docs/BENCHMARKS.md, OMP_WAIT_POLICY=active included, where one cache-line round trip
+// between the cores costs 0.55 µs. Here a loop is published with one store that the waiting
+// workers see, and its end is one counter the caller watches.
+//
+// Waiting workers spin for a short while (the gaps between a step's regions are the per-token
+// operators, a few µs), then sleep on a futex (std::atomic::wait), so an idle pool — between
+// requests, or while a speculative draft model runs on the same cores — costs no CPU.
+// The calling thread is thread 0 and takes part in every loop.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace nucleus {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(int n_threads);  // n_threads − 1 workers beside the caller
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int n_threads() const { return n_threads_; }
+
+  // body(task, thread) for every task in [0, n_tasks), thread in [0, n_threads()). Static: thread i
+  // takes the contiguous share [n_tasks·i/n, n_tasks·(i+1)/n); dynamic: tasks one at a time from a
+  // shared counter. Returns when every task has run. One loop at a time, from one thread. A task that
+  // throws ends its thread's share; the loop still waits for the other threads, then rethrows the
+  // first exception (the caller's own first).
+  template <class Body>
+  void run(int64_t n_tasks, bool dynamic, Body&& body) {
+    using Callable = std::remove_reference_t<Body>;
+    auto call = [](void* context, int64_t task, int thread) { (*static_cast<Callable*>(context))(task, thread); };
+    run_loop(Loop{call, const_cast<void*>(static_cast<const void*>(&body)), n_tasks, dynamic});
+  }
+
+ private:
+  struct Loop {
+    void (*call)(void*, int64_t, int) = nullptr;
+    void* context = nullptr;
+    int64_t n_tasks = 0;
+    bool dynamic = false;
+  };
+  void run_loop(const Loop& loop);
+  void run_share(const Loop& loop, int thread);
+  void work(int thread);
+
+  const int n_threads_;
+  Loop loop_;                               // written before generation_ is bumped
+  alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to publish loop_; workers wait on it
+  alignas(64) std::atomic<int64_t> next_task_{0};    // dynamic loops: the next task to hand out
+  alignas(64) std::atomic<int> finished_{0};         // workers done with the current loop
+  std::atomic<bool> stop_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr worker_error_;  // the first exception a worker's share threw (under error_mutex_)
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace nucleus
