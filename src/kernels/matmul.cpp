@@ -145,14 +145,20 @@ bool packable(const WeightMatrix& w, const DotKernels& kernels) {
   return packable(w.type) || packed_kquant_kernel(kernels, w.type) != nullptr || (half_kernel && packable_half(w));
 }
 
-void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
+void pack_weights(WeightMatrix& w, WorkerPool& pool, WeightArena* arena, const DotKernels& kernels) {
   if (w.packed || !packable(w, kernels)) return;
   if (packable(w.type))
-    w.packed = pack_rows(w, n_threads, arena);
+    w.packed = pack_rows(w, pool, arena);
   else if (w.type == GgmlType::F16 || w.type == GgmlType::BF16)
-    w.packed = pack_rows_half(w, n_threads, arena);
+    w.packed = pack_rows_half(w, pool, arena);
   else
-    w.packed = pack_rows_kquant(w, n_threads, arena);
+    w.packed = pack_rows_kquant(w, pool, arena);
+}
+
+void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena, const DotKernels& kernels) {
+  if (w.packed || !packable(w, kernels)) return;
+  WorkerPool pool(n_threads);
+  pack_weights(w, pool, arena, kernels);
 }
 
 bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {

@@ -102,6 +102,9 @@ PackedGroupKernel packed_group_kernel(const DotKernels& kernels, GgmlType type);
 // Packs w's rows for the packed kernels when packable(w, kernels); otherwise a no-op.
 // The packing's memory comes from `arena` when given (a model's weights share huge pages).
 // A packed matrix's row-major rows stay where they were: the tables without its packed kernel read them.
+// The groups are packed on the pool's threads (the int form makes a pool of n_threads for the call).
+void pack_weights(WeightMatrix& w, WorkerPool& pool, WeightArena* arena = nullptr,
+                  const DotKernels& kernels = scalar_dot_kernels());
 void pack_weights(WeightMatrix& w, int n_threads, WeightArena* arena = nullptr,
                   const DotKernels& kernels = scalar_dot_kernels());
 

@@ -15,7 +15,7 @@ bool packable_half(const WeightMatrix& w) {
          w.n_cols % packed_half_chunk(w.type) == 0;
 }
 
-std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, int n_threads, WeightArena* arena) {
+std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena) {
   if (!packable_half(w))
     throw Error("pack_rows_half: only F16 (BF16) rows of a multiple of 16 (32) columns are packed");
   const int chunk = packed_half_chunk(w.type);
@@ -30,8 +30,7 @@ std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, int n_th
   p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
   PackedRows& out = *p;
   const size_t slot_bytes = static_cast<size_t>(chunk) * sizeof(uint16_t);  // one row's piece of a chunk
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
-  for (int64_t g = 0; g < out.n_groups; ++g) {
+  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     if ((g + 1) * kPackedHalfRows > out.n_rows) std::memset(base, 0, out.group_bytes);  // zero padding rows
     for (int row = 0; row < kPackedHalfRows; ++row) {
@@ -41,7 +40,7 @@ std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, int n_th
         std::memcpy(base + static_cast<size_t>(c) * kPackedHalfRows * slot_bytes + row * slot_bytes,
                     w.row(r) + static_cast<size_t>(c) * slot_bytes, slot_bytes);
     }
-  }
+  });
   return p;
 }
 

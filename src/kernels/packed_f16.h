@@ -36,7 +36,11 @@ bool packable_half(const WeightMatrix& w);  // F16 or BF16 with n_cols a multipl
 // The packed copy of an F16 or BF16 matrix (threads over groups), its memory from `arena` or its
 // own allocation; a PackedRows whose groups are kPackedHalfRows rows of group_bytes = 8 · n_cols.
 // Throws Error when !packable_half(w).
-std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
+std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena = nullptr);
+inline std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr) {
+  WorkerPool pool(n_threads);
+  return pack_rows_half(w, pool, arena);
+}
 
 // out[r · kDotTokens + j] = dot(row r of the group, x[j]) for r < 4, j < n_tokens ≤ kPackedHalfMaxTokens,
 // each bit-identical to the row-major tile on that row; n = n_cols. F16 against f32 activations,

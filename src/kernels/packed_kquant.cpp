@@ -50,7 +50,7 @@ void pack_block_q6_K(const BlockQ6_K& src, int row, uint8_t* out) {
 
 }  // namespace
 
-std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena) {
+std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena) {
   if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q5_K && w.type != GgmlType::Q6_K)
     throw Error(std::string("pack_rows_kquant: cannot pack type ") + ggml_type_name(w.type));
   if (w.n_cols % kQK_K != 0) throw Error("pack_rows_kquant: the row length must be a multiple of 256");
@@ -59,8 +59,7 @@ std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_
   const int64_t n_blocks = w.n_cols / kQK_K;
   auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>(n_blocks) * block_bytes, arena);
   PackedRows& out = *p;
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
-  for (int64_t g = 0; g < out.n_groups; ++g) {
+  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     // Padding rows (and Q6_K's padding bytes) all zero.
     if (q6 || (g + 1) * kPackRows > out.n_rows) std::memset(base, 0, out.group_bytes);
@@ -80,7 +79,7 @@ std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_
         }
       }
     }
-  }
+  });
   return p;
 }
 

@@ -71,6 +71,10 @@ void packed_q6_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* 
 // Repacks a Q4_K, Q5_K or Q6_K matrix (threads over row groups) into memory from `arena`, or an allocation
 // of its own when arena is null; group(g) of the result starts the layout above. Throws Error for
 // other types.
-std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
+std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena = nullptr);
+inline std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr) {
+  WorkerPool pool(n_threads);
+  return pack_rows_kquant(w, pool, arena);
+}
 
 }  // namespace nucleus

@@ -44,7 +44,7 @@ std::shared_ptr<PackedRows> allocate_packed_rows(const WeightMatrix& w, int64_t 
   return p;
 }
 
-std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena) {
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena) {
   if (!packable(w.type)) throw Error(std::string("pack_rows: cannot pack type ") + ggml_type_name(w.type));
   if (w.n_cols % 32 != 0) throw Error("pack_rows: the row length must be a multiple of 32");
   const int64_t n_blocks = w.n_cols / 32;
@@ -52,8 +52,7 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
   auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>((n_blocks + 1) / 2) * packed_pair_bytes(qs_block_bytes), arena);
   p->qs_block_bytes = qs_block_bytes;
   PackedRows& out = *p;
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && out.n_groups > 1)
-  for (int64_t g = 0; g < out.n_groups; ++g) {
+  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     // The last group's padding rows (and the block after an odd count) must be zero quants and zero scales.
     if ((g + 1) * kPackRows > out.n_rows || out.n_blocks % 2 != 0) std::memset(base, 0, out.group_bytes);
@@ -69,7 +68,7 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads
           pack_block_q8_0(reinterpret_cast<const BlockQ8_0*>(w.row(r))[b], row, qs, scales);
       }
     }
-  }
+  });
   return p;
 }
 

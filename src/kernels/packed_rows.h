@@ -29,6 +29,7 @@
 #include <memory>
 
 #include "core/weight_memory.h"
+#include "core/worker_pool.h"
 #include "io/ggml_type.h"
 
 namespace nucleus {
@@ -79,6 +80,10 @@ std::shared_ptr<PackedRows> allocate_packed_rows(const WeightMatrix& w, int64_t 
 bool packable(GgmlType type);  // Q4_0, Q8_0
 // Repacks a Q4_0 / Q8_0 matrix (threads over row groups) into memory from `arena`, or into an
 // allocation of its own when arena is null. Throws Error for other types.
-std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr);
+std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, WorkerPool& pool, WeightArena* arena = nullptr);
+inline std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, int n_threads, WeightArena* arena = nullptr) {
+  WorkerPool pool(n_threads);
+  return pack_rows(w, pool, arena);
+}
 
 }  // namespace nucleus

@@ -282,9 +282,10 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<GgufFile> file, const ModelLo
   // One arena for all of them: the matrices of a small model are each below a huge page's worth of
   // rounding, but together they still stream from 2 MiB pages (core/weight_memory.h).
   WeightArena arena(moving + 64 * matrices.size() + 64 * kPackRows * 1024);
+  WorkerPool packers(pack_threads);  // one team for every matrix (not OpenMP: see core/worker_pool.h)
   auto settle = [&](WeightMatrix& m) {
     const void* stored = m.data;
-    pack_weights(m, pack_threads, &arena, kernels);
+    pack_weights(m, packers, &arena, kernels);
     const bool moved = m.packed || (will_copy(m) && copy_to_weight_memory(m, &arena));
     if (moved && stored != w.token_embd.data) file->release_pages(stored, m.bytes());
   };
