@@ -22,6 +22,10 @@ namespace {
 // without, 25.7-28.8 one block ahead, 27.7-32.4 two, 28.8-29.4 four; two threads 39-40 without,
 // 53-56 two ahead. Several tokens gain too (TinyLlama Q4_K_M, 2 threads: `bench batch --batch 4`
 // 128/135 -> 160/155 tok/s; a 5-token verification pass 3.3/3.1 -> 2.4/2.4 one-token steps).
+// The block's lines are asked for a few at each of its 8 lane steps, into L2 (T1), not all 36 at its
+// start into L1: on Zen 4 (32 KB L1, AVX-512 on 256-bit pipes) that burst stalled the loop, and
+// `stream/Q4_K/avx512/1/5` went 74 -> 36 ms, `stream/Q6_K/avx512/1/1` 50 -> 22 ms
+// (docs/BENCHMARKS.md, 2026-12-07 09:00 UTC).
 constexpr size_t kPrefetchBlocks = 2;
 
 // Bit `run` of each byte of qh moved to bit 4 (the other bits are masked off by the caller).
@@ -73,8 +77,6 @@ NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const B
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = group + static_cast<size_t>(b) * kLayout.block;
-    for (size_t line = 0; line < kLayout.block; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kLayout.block + line), _MM_HINT_T0);
     // Row r's (scale 2c, scale 2c + 1) as a 16-bit pair.
     __m512i scale_pair[4];
     for (int c = 0; c < 4; ++c) {
@@ -88,6 +90,9 @@ NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const B
     __m512 d[N];
     for (int t = 0; t < N; ++t) d[t] = _mm512_mul_ps(_mm512_set1_ps(x[t][b].d), wd);
     for (int k = 0; k < 8; ++k) {
+      constexpr size_t kLines = kLayout.block / 64;
+      for (size_t line = kLines * k / 8; line < kLines * (k + 1) / 8; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kLayout.block + 64 * line), _MM_HINT_T1);
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
       const __m512i qh = kQ5 ? _mm512_load_si512(block + kLayout.qh + 64 * k) : _mm512_setzero_si512();

@@ -21,7 +21,8 @@ NUCLEUS_VNNI512 inline __m512i six_bits(__m512i low, __m512i high_shifted) {
   return _mm512_ternarylogic_epi32(low, high_shifted, _mm512_set1_epi8(0x30), 0xF8);
 }
 
-// As in the Q4_K kernel: asking two blocks ahead keeps one core's stream going.
+// As in the Q4_K kernel: asking two blocks ahead keeps one core's stream going, a few lines at each
+// lane step, into L2.
 constexpr size_t kPrefetchBlocks = 2;
 
 template <int N>
@@ -33,8 +34,6 @@ NUCLEUS_VNNI512 void q6_K_group(const uint8_t* group, int64_t n_blocks, const Bl
     for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = group + static_cast<size_t>(b) * kPackedQ6KBlockBytes;
-    for (size_t line = 0; line < kPackedQ6KBlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kPackedQ6KBlockBytes + line), _MM_HINT_T0);
     __m512i scale[16];
     for (int j = 0; j < 16; ++j) {
       const __m128i row_scales = _mm_load_si128(reinterpret_cast<const __m128i*>(block + kPackedQ6KScalesOffset + 16 * j));
@@ -42,6 +41,9 @@ NUCLEUS_VNNI512 void q6_K_group(const uint8_t* group, int64_t n_blocks, const Bl
     }
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ6KDOffset)));
     for (int k = 0; k < 8; ++k) {
+      constexpr size_t kLines = (kPackedQ6KBlockBytes + 63) / 64;
+      for (size_t line = kLines * k / 8; line < kLines * (k + 1) / 8; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kPackedQ6KBlockBytes + 64 * line), _MM_HINT_T1);
       const int second = k >= 4 ? 1 : 0;  // which 16 values of each run lane k falls in
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();

@@ -41,13 +41,14 @@ struct PackedF16Tile {
   // fall behind (kernels_bench gemm/F16/avx512/16 and /128, one thread, Zen 5: 76-84 and 84-87 G
   // multiply-adds/s, none 49-53 and 80-83, the next group's chunk 61-77 and 79-83, 2 KB ahead 77-78
   // and 88, 8 KB 64-78 and 68-85). One token reads too fast for it: TinyLlama F16 decode, one
-  // thread, 10.5-11.5 tok/s with it, 11.1-12.6 without. So only from two tokens.
+  // thread, 10.5-11.5 tok/s with it, 11.1-12.6 without. So only from two tokens. Into L2 (T1): on
+  // Zen 4, T0 left `stream/F16/avx512/1/5` at 142 ms (no prefetch: 165), T1 76-95 ms.
   template <int N>
   NUCLEUS_AVX512 void prefetch(int64_t i) const {
     if constexpr (N > 1) {
       const uint16_t* p = at(0, i) + 2048;
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + 32), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 32), _MM_HINT_T1);
     }
   }
   float element(int, int64_t) const { return 0.0f; }
