@@ -1,6 +1,7 @@
 // core/worker_pool.h: every task runs exactly once, on the thread the schedule says, its writes seen by
 // the caller when run() returns — across many back-to-back loops (the spinning hand-off) and after the
-// workers have gone to sleep (the futex hand-off). Built into the TSan tests too.
+// workers have gone to sleep (the futex hand-off); parallel_for's choice between the pool and the
+// calling thread. Built into the TSan tests too.
 #include "core/worker_pool.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,40 @@ TEST(WorkerPool, DestroysWhetherItsWorkersSpinOrSleep) {
   }  // its worker sleeps on the futex
   WorkerPool never_used(4);  // its workers never saw a loop
 }  // a pool that fails to stop its workers hangs here (the test's timeout) instead of returning
+
+TEST(WorkerPool, ParallelForUsesThePoolOnlyWhenItIsWorthIt) {
+  // parallel_for runs every task once in each case; on the pool's threads only when asked to and
+  // there are threads and tasks to share, otherwise in order on the calling thread as thread 0.
+  WorkerPool pool(2), alone(1);
+  struct Case {
+    WorkerPool* pool;
+    bool worth_threads;
+    int64_t n_tasks;
+    bool on_pool;
+  };
+  for (const Case& c : {Case{&pool, true, 64, true}, Case{&pool, false, 64, false}, Case{&pool, true, 1, false},
+                        Case{&alone, true, 64, false}, Case{nullptr, true, 64, false}, Case{&pool, true, 0, false}}) {
+    for (bool dynamic : {false, true}) {
+      std::vector<int> runs(static_cast<size_t>(c.n_tasks), 0), thread_of(static_cast<size_t>(c.n_tasks), -1);
+      std::vector<int64_t> order;  // only appended to when the loop is serial
+      parallel_for(c.pool, c.worth_threads, c.n_tasks, dynamic, [&](int64_t task, int thread) {
+        ++runs[static_cast<size_t>(task)];
+        thread_of[static_cast<size_t>(task)] = thread;
+        if (!c.on_pool) order.push_back(task);
+      });
+      bool used_second_thread = false;
+      for (int64_t t = 0; t < c.n_tasks; ++t) {
+        ASSERT_EQ(runs[static_cast<size_t>(t)], 1);
+        used_second_thread |= thread_of[static_cast<size_t>(t)] == 1;
+      }
+      if (c.on_pool && !dynamic) EXPECT_TRUE(used_second_thread);  // static: thread 1 owns the second half
+      if (!c.on_pool) {
+        EXPECT_FALSE(used_second_thread);
+        for (int64_t t = 0; t < c.n_tasks; ++t) EXPECT_EQ(order[static_cast<size_t>(t)], t);
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace nucleus

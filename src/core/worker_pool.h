@@ -64,4 +64,16 @@ class WorkerPool {
   std::vector<std::thread> workers_;
 };
 
+// body(task, thread) for every task in [0, n_tasks): by pool->run() when `worth_threads` and there
+// is a pool of more than one thread and more than one task; otherwise on the calling thread, in
+// order, as thread 0. For loops that are sometimes too short to pay for waking the workers.
+template <class Body>
+void parallel_for(WorkerPool* pool, bool worth_threads, int64_t n_tasks, bool dynamic, Body&& body) {
+  if (worth_threads && pool && pool->n_threads() > 1 && n_tasks > 1) {
+    pool->run(n_tasks, dynamic, body);
+    return;
+  }
+  for (int64_t task = 0; task < n_tasks; ++task) body(task, 0);
+}
+
 }  // namespace nucleus

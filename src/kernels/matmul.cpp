@@ -115,11 +115,10 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
   };
   // Many tokens (prefill) quantize in parallel; each row's result does not depend on the split.
   // A few stay on this thread: waking the others costs more than the ~0.5 us a 2048-value row takes.
-  if (n_threads > 1 && n_tokens * k >= kMinParallelWork / 16) {
-    worker_pool(scratch, n_threads).run(n_tokens, /*dynamic=*/false, [&](int64_t t, int) { quantize_token(t); });
-  } else {
-    for (int64_t t = 0; t < n_tokens; ++t) quantize_token(t);
-  }
+  // (Only a parallel call may look up scratch's pool: one of another size would be replaced, and the
+  // forward pass holds a reference to the one it shares.)
+  parallel_for(n_threads > 1 ? &worker_pool(scratch, n_threads) : nullptr, n_tokens * k >= kMinParallelWork / 16, n_tokens,
+               /*dynamic=*/false, [&](int64_t t, int) { quantize_token(t); });
   return a;
 }
 
@@ -192,11 +191,7 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
     body(t, thread);
     (*busy)[static_cast<size_t>(thread)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  if (!parallel) {
-    for (int64_t t = 0; t < n_tasks; ++t) task(t, 0);
-  } else {
-    worker_pool(scratch, n_threads).run(n_tasks, dynamic, task);
-  }
+  parallel_for(parallel ? &worker_pool(scratch, n_threads) : nullptr, parallel, n_tasks, dynamic, task);
 }
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past

@@ -10,6 +10,9 @@ namespace {
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
+// Multiply-adds of a step's heads below which they stay on one thread: waking the others costs more.
+constexpr int64_t kMinParallelHeadWork = 1 << 15;
+
 // Σ a[i]·b[i] in 16 lanes (lane l takes i ≡ l mod 16), then the lanes halved pairwise: an order
 // the source fixes (the build has -ffp-contract=off), so the result is the same at any vector width
 // — and the compiler can keep the lanes in SIMD registers, which a serial sum forbids it (the
@@ -24,17 +27,6 @@ float dot(const float* a, const float* b, int64_t n) {
   for (int width = kLanes / 2; width >= 1; width /= 2)
     for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
-}
-
-// Runs head_body(j, thread) for every value head, on the pool's threads when the work is worth
-// waking them.
-template <class Body>
-void for_each_head(int64_t n_heads, int64_t work, WorkerPool* pool, const Body& head_body) {
-  if (pool && pool->n_threads() > 1 && n_heads > 1 && work >= (1 << 15)) {
-    pool->run(n_heads, /*dynamic=*/false, head_body);
-    return;
-  }
-  for (int64_t j = 0; j < n_heads; ++j) head_body(j, 0);
 }
 
 }  // namespace
@@ -55,8 +47,7 @@ void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel,
       o[c] = silu(sum);
     }
   };
-  if (pool && pool->n_threads() > 1 && n * conv_dim >= (1 << 16)) pool->run(n, /*dynamic=*/false, token);
-  else for (int64_t t = 0; t < n; ++t) token(t, 0);
+  parallel_for(pool, n * conv_dim >= (1 << 16), n, /*dynamic=*/false, token);
   std::memcpy(state, window + n * conv_dim, static_cast<size_t>(history * conv_dim) * sizeof(float));
 }
 
@@ -167,7 +158,7 @@ void delta_net_chunked_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, 
 
 void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, WorkerPool* pool) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
-  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, pool, [&](int64_t j, int) {
+  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, /*dynamic=*/false, [&](int64_t j, int) {
     delta_net_recurrent_head(spec, in, j, states + j * S * S, out, out_stride);
   });
 }
@@ -176,7 +167,7 @@ void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float
                        int64_t chunk_size) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
   std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->n_threads() : 1));
-  for_each_head(spec.n_v_heads, in.n_tokens * 4 * S * S, pool, [&](int64_t j, int thread) {
+  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, /*dynamic=*/false, [&](int64_t j, int thread) {
     std::vector<float>& mine = scratch[static_cast<size_t>(thread)];
     delta_net_chunked_head(spec, in, j, states + j * S * S, out, out_stride, chunk_size, mine);
   });

@@ -282,7 +282,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
       const int64_t n_units = n * S.n_head_kv * units_per_kv_head;
       int64_t attention_work = 0;  // multiply-adds, to decide whether threads pay off
       for (int64_t i = 0; i < n; ++i) attention_work += 2 * (batch.positions[i] + 1) * head_dim * S.n_head;
-      const bool parallel_attention = n_threads > 1 && n_units > 1 && attention_work >= (1 << 16);
+      const bool parallel_attention = attention_work >= (1 << 16);
       const int64_t kv_layer = S.kv_source;
       // Every token attends to its sequence's positions up to its own (all written by now), or the
       // last sliding_window of them.
@@ -323,11 +323,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         (kv_f16 ? ops.attention_f16 : ops.attention)(a);
       };
       const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      if (parallel_attention) {
-        pool.run(n_units, /*dynamic=*/S.n_head_kv * units_per_kv_head % n_threads != 0, attend);
-      } else {
-        for (int64_t unit = 0; unit < n_units; ++unit) attend(unit, 0);
-      }
+      parallel_for(&pool, parallel_attention, n_units, /*dynamic=*/S.n_head_kv * units_per_kv_head % n_threads != 0, attend);
       if (profile_)
         profile_->attention_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - attention_start).count();
       if (S.attn_output_gate)

@@ -133,7 +133,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
     }
     delta_net_conv(ds.seq_m.data(), n_s, conv_dim, K, L.ssm_conv.data(), conv_state, ds.seq_u.data(), ds.window.data(), &pool);
     // Per token and head, independent: split over threads for prefill (no result depends on it).
-    const bool split = n_threads > 1 && n_s * conv_dim >= (1 << 16);
+    const bool split = n_s * conv_dim >= (1 << 16);
     auto normalize = [&](int64_t t, int) {
       float* u = &ds.seq_u[t * conv_dim];
       for (int64_t h = 0; h < Hk; ++h) {
@@ -141,8 +141,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
         l2_normalize(u + key_dim + h * S, S, hp.rms_eps);  // k
       }
     };
-    if (split) pool.run(n_s, /*dynamic=*/false, normalize);
-    else for (int64_t t = 0; t < n_s; ++t) normalize(t, 0);
+    parallel_for(&pool, split, n_s, /*dynamic=*/false, normalize);
     DeltaNetInputs in;
     in.n_tokens = n_s;
     in.q = ds.seq_u.data();
@@ -164,8 +163,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
         for (int64_t b = 0; b < S; ++b) gated[b] *= z[b] / (1.0f + std::exp(-z[b]));
       }
     };
-    if (split) pool.run(n_s, /*dynamic=*/false, gate);
-    else for (int64_t t = 0; t < n_s; ++t) gate(t, 0);
+    parallel_for(&pool, split, n_s, /*dynamic=*/false, gate);
   }
   matmul(*kernels_, L.ssm_out, ds.o.data(), n, out, n_threads, ds.matmul);
 }

@@ -15,11 +15,8 @@ constexpr int64_t kMinParallelElements = 1 << 16;
 // the other tokens, so the results are the same either way.
 template <class Body>
 void for_each_token(WorkerPool& pool, int64_t n_tokens, int64_t elements_per_token, const Body& body) {
-  if (pool.n_threads() > 1 && n_tokens > 1 && n_tokens * elements_per_token >= kMinParallelElements) {
-    pool.run(n_tokens, /*dynamic=*/false, [&](int64_t i, int) { body(i); });
-    return;
-  }
-  for (int64_t i = 0; i < n_tokens; ++i) body(i);
+  parallel_for(&pool, n_tokens * elements_per_token >= kMinParallelElements, n_tokens, /*dynamic=*/false,
+               [&](int64_t i, int) { body(i); });
 }
 
 }  // namespace nucleus
