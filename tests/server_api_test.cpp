@@ -3,6 +3,10 @@
 // (ChatML template, byte-level BPE: its deltas exercise UTF-8 boundaries).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
+#include "server/http_server.h"
 #include "server_test_harness.h"
 #include "tokenizer/unicode.h"
 
@@ -240,6 +244,22 @@ TEST_F(ServerApiTest, MetricsCountTokensLatenciesAndFreeBlocks) {
   EXPECT_GE(metric_value(m.body, "nucleus_prefix_cache_hit_rate"), 0);
   EXPECT_GE(metric_value(m.body, "nucleus_num_preemptions_total"), 0);
   EXPECT_NE(m.body.find("nucleus_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+}
+
+TEST(ServerLifecycleTest, ShutdownRightAfterServeStartsStillStopsTheListener) {
+  // `nucleus serve` binds, runs serve() on a thread, then loads the model; a load that fails at once
+  // calls shutdown() before that thread may have reached accept(). serve() must return all the same.
+  for (int round = 0; round < 100; ++round) {
+    server::ServerConfig config;
+    config.port = 0;
+    server::HttpServer http(config);
+    http.bind();
+    std::thread listener([&] { http.serve(); });
+    if (round % 3 == 1) std::this_thread::yield();
+    if (round % 3 == 2) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    http.shutdown();
+    listener.join();  // a stop that missed the listener hangs here (the test's timeout)
+  }
 }
 
 TEST(ServerLifecycleTest, HealthIs503UntilTheModelIsAttached) {

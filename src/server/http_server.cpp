@@ -93,7 +93,11 @@ int HttpServer::bind() {
   return port_;
 }
 
-void HttpServer::serve() { http_->listen_after_bind(); }
+void HttpServer::serve() {
+  serve_started_ = true;
+  if (!draining_) http_->listen_after_bind();  // draining: shutdown() came first, never listen
+  serve_returned_ = true;
+}
 
 void HttpServer::attach(ServedModel model) {
   auto served = std::make_shared<Served>();
@@ -121,7 +125,14 @@ void HttpServer::shutdown() {
   force_abort_ = true;  // handlers abort their sequences at their next poll
   const auto grace = clock::now() + std::chrono::seconds(2);
   while (in_flight_.load() > 0 && clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // httplib's stop() only reaches a listener that is already running: one that is about to start
+  // (a model that fails to load within microseconds of bind()) would start after it and accept for
+  // ever. serve() checks draining_ after marking itself started, so until it returns, stop again.
   http_->stop();
+  while (serve_started_ && !serve_returned_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http_->stop();
+  }
 }
 
 std::shared_ptr<const HttpServer::Served> HttpServer::served() const {

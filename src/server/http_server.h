@@ -90,6 +90,8 @@ class HttpServer {
   std::atomic<int64_t> in_flight_{0};
   std::atomic<bool> draining_{false};     // shutting down: refuse new generation requests
   std::atomic<bool> force_abort_{false};  // the deadline passed: abort what is in flight
+  std::atomic<bool> serve_started_{false};   // serve() was entered
+  std::atomic<bool> serve_returned_{false};  // serve() has returned
 };
 
 }  // namespace nucleus::server
