@@ -58,7 +58,12 @@ struct BenchMatrix {
     bytes.resize(row_bytes * static_cast<size_t>(rows));
     const auto values = normal_values(static_cast<size_t>(kCols), 1);
     for (int64_t r = 0; r < rows; ++r) quantize_row(type, values.data(), bytes.data() + r * row_bytes, kCols);
-    w = WeightMatrix{type, bytes.data(), kCols, rows, row_bytes};
+    w = WeightMatrix{};
+    w.type = type;
+    w.data = bytes.data();
+    w.n_cols = kCols;
+    w.n_rows = rows;
+    w.row_bytes = row_bytes;
     pack_weights(w, 1, arena, select_dot_kernels());  // Q4_K is packed where the best table has its kernel
     if (arena && !w.packed) copy_to_weight_memory(w, arena);
   }

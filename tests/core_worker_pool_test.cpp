@@ -129,7 +129,9 @@ TEST(WorkerPool, ParallelForUsesThePoolOnlyWhenItIsWorthIt) {
         ASSERT_EQ(runs[static_cast<size_t>(t)], 1);
         used_second_thread |= thread_of[static_cast<size_t>(t)] == 1;
       }
-      if (c.on_pool && !dynamic) EXPECT_TRUE(used_second_thread);  // static: thread 1 owns the second half
+      if (c.on_pool && !dynamic) {
+        EXPECT_TRUE(used_second_thread);  // static: thread 1 owns the second half
+      }
       if (!c.on_pool) {
         EXPECT_FALSE(used_second_thread);
         for (int64_t t = 0; t < c.n_tasks; ++t) EXPECT_EQ(order[static_cast<size_t>(t)], t);

@@ -90,9 +90,7 @@ NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const B
     __m512 d[N];
     for (int t = 0; t < N; ++t) d[t] = _mm512_mul_ps(_mm512_set1_ps(x[t][b].d), wd);
     for (int k = 0; k < 8; ++k) {
-      constexpr size_t kLines = kLayout.block / 64;
-      for (size_t line = kLines * k / 8; line < kLines * (k + 1) / 8; ++line)
-        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kLayout.block + 64 * line), _MM_HINT_T1);
+      prefetch_block_slice<kLayout.block>(block + kPrefetchBlocks * kLayout.block, k);
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
       const __m512i qh = kQ5 ? _mm512_load_si512(block + kLayout.qh + 64 * k) : _mm512_setzero_si512();

@@ -41,9 +41,7 @@ NUCLEUS_VNNI512 void q6_K_group(const uint8_t* group, int64_t n_blocks, const Bl
     }
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ6KDOffset)));
     for (int k = 0; k < 8; ++k) {
-      constexpr size_t kLines = (kPackedQ6KBlockBytes + 63) / 64;
-      for (size_t line = kLines * k / 8; line < kLines * (k + 1) / 8; ++line)
-        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBlocks * kPackedQ6KBlockBytes + 64 * line), _MM_HINT_T1);
+      prefetch_block_slice<kPackedQ6KBlockBytes>(block + kPrefetchBlocks * kPackedQ6KBlockBytes, k);
       const int second = k >= 4 ? 1 : 0;  // which 16 values of each run lane k falls in
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
