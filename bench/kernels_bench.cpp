@@ -6,7 +6,7 @@
 //                         multiply-adds, i.e. arithmetic throughput
 //   gemm_l2/<type>/<isa>/N  a [256 × 2048] matrix times N tokens: in L2, so what the kernel's
 //                         arithmetic allows without waiting on L3 or DRAM
-//   stream/<type>/<isa>/T/N  N tokens (1, or 5 as in a γ = 4 verification) through 64 such matrices
+//   stream/<type>/<isa>/T/N  N tokens (1, 5 as in a γ = 4 verification, or a batch of 16) through 64 such matrices
 //                         in turn (~420 MB at Q4_0, out of every cache, on huge pages like a loaded
 //                         model's), T threads — bytes/s is the rate the kernel streams weights from
 //                         DRAM, decode's roofline without the model's other operators
@@ -229,7 +229,7 @@ void register_all() {
           ->Arg(1)->Arg(5)->Arg(8)->Arg(128)->Unit(benchmark::kMicrosecond);
       if (type != GgmlType::F32)
         benchmark::RegisterBenchmark(("stream/" + suffix).c_str(), stream_tokens, isa, type)
-            ->Args({1, 1})->Args({2, 1})->Args({1, 5})->Args({2, 5})->Unit(benchmark::kMillisecond)->UseRealTime();
+            ->Args({1, 1})->Args({2, 1})->Args({1, 5})->Args({2, 5})->Args({2, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
     }
   }
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {

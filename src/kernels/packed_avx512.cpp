@@ -26,12 +26,15 @@ NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
   }
 }
 
+// Where a pass over a group asks for lines ahead of the ones it reads (see kWithinGroupBytes).
+enum class Ahead { kNone, kWithinGroup, kNextGroup };
+
 // Calls block(b, qs, scales) for blocks b = 0..n_blocks-1 of a group (packed_rows.h) in order,
 // walking the pairs with a pointer: computing each block's offset from b took ~10 scalar
-// instructions a block in the one-token loops. With kAheadBytes, each pair first prefetches its
-// lines kAheadBytes further on.
-template <bool kQ4, size_t kAheadBytes = 0, class Block>
-NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks, Block&& block) {
+// instructions a block in the one-token loops. Unless kAhead is kNone, each pair first prefetches
+// its lines `ahead` bytes further on, half a pair before each of its blocks.
+template <bool kQ4, Ahead kAhead, class Block>
+NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks, size_t ahead, Block&& block) {
   constexpr size_t kQsBytes = kQ4 ? 256 : 512;
   constexpr size_t kQs0 = packed_qs_offset(0, kQsBytes), kQs1 = packed_qs_offset(1, kQsBytes);
   constexpr size_t kScales0 = packed_scales_offset(0, kQsBytes), kScales1 = packed_scales_offset(1, kQsBytes);
@@ -40,11 +43,11 @@ NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks
   int64_t b = 0;
   for (; b + 1 < n_blocks; b += 2, pair += packed_pair_bytes(kQsBytes)) {
     constexpr size_t kLines = (packed_pair_bytes(kQsBytes) + 63) / 64, kFirstHalf = kLines / 2;
-    if constexpr (kAheadBytes > 0)
-      for (size_t line = 0; line < kFirstHalf; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + kAheadBytes + 64 * line), _MM_HINT_T1);
+    if constexpr (kAhead != Ahead::kNone)
+      for (size_t line = 0; line < kFirstHalf; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + ahead + 64 * line), _MM_HINT_T1);
     block(b, pair + kQs0, scales(kScales0));
-    if constexpr (kAheadBytes > 0)
-      for (size_t line = kFirstHalf; line < kLines; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + kAheadBytes + 64 * line), _MM_HINT_T1);
+    if constexpr (kAhead != Ahead::kNone)
+      for (size_t line = kFirstHalf; line < kLines; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + ahead + 64 * line), _MM_HINT_T1);
     block(b + 1, pair + kQs1, scales(kScales1));
   }
   if (b < n_blocks) block(b, pair + kQs0, scales(kScales0));
@@ -60,11 +63,19 @@ NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks
 // 16-25 -> 26-34 GB/s, Q8_0 17 -> 23-30 (2, 4, 8, 12 and 16 KiB ahead, into L1 or L2, all within
 // the noise of each other); TinyLlama's 5-token verification pass went from 2.16-2.19 to 1.39-1.43
 // one-token steps (Q4_0) and from 2.25-2.32 to 1.55-1.63 (Q8_0).
-// Only the first pass over a group (t0 = 0) asks: the passes for later tokens find it in L2.
+// The first pass over a group (t0 = 0) asks for lines 8 KiB ahead in the group; the passes for later
+// tokens (t0 > 0: 3 or more Q8_0 tokens, 9 or more Q4_0) read the group from L2 and ask for the next
+// group, the next this thread runs unless the group is its last (kNextGroup): DRAM idled while they
+// ran. `stream/Q8_0/avx512/T/5`, Zen 4: one thread 59-66 -> 49-50 ms, two 34-38 -> 29-31.
 // The requests go to L2 (T1), half a pair before each block: on Zen 4, whose L1 is 32 KB, into L1 they
 // held the loop up (`stream/<type>/avx512/1/5`, one thread: Q4_0 33.8 -> 26.0 ms, Q8_0 81 -> 58 ms).
-constexpr size_t kPrefetchBytes = 8192;
-constexpr size_t prefetch_bytes(int n_tokens, bool first_pass) { return n_tokens > 1 && first_pass ? kPrefetchBytes : 0; }
+constexpr size_t kWithinGroupBytes = 8192;
+constexpr Ahead pass_ahead(int n_tokens, bool first_pass) {
+  return !first_pass ? Ahead::kNextGroup : n_tokens > 1 ? Ahead::kWithinGroup : Ahead::kNone;
+}
+inline size_t ahead_bytes(Ahead ahead, const PackedRows& w) {
+  return ahead == Ahead::kNextGroup ? w.group_bytes : kWithinGroupBytes;
+}
 
 template <bool kQ4, int N, bool kFirstPass>
 NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
@@ -72,7 +83,8 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
   const int64_t nb = x.n_blocks;
   __m512 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
-  for_each_block<kQ4, prefetch_bytes(N, kFirstPass)>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  constexpr Ahead kAhead = pass_ahead(N, kFirstPass);
+  for_each_block<kQ4, kAhead>(w.group(g), nb, ahead_bytes(kAhead, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<kQ4>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -119,7 +131,8 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
-  for_each_block<false, prefetch_bytes(N, kFirstPass)>(w.group(g), nb, [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  constexpr Ahead kAhead = pass_ahead(N, kFirstPass);
+  for_each_block<false, kAhead>(w.group(g), nb, ahead_bytes(kAhead, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<false>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -147,7 +160,8 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
 void q8_0_lanes_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
   if (n >= 2 && t0 == 0) q8_0_lanes_tokens<2, true>(w, g, x, t0, out), n -= 2, t0 += 2, out += 2 * kPackRows;
   for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2, false>(w, g, x, t0, out);
-  if (n == 1) q8_0_lanes_tokens<1, false>(w, g, x, t0, out);
+  if (n == 1 && t0 == 0) q8_0_lanes_tokens<1, true>(w, g, x, t0, out);
+  else if (n == 1) q8_0_lanes_tokens<1, false>(w, g, x, t0, out);
 }
 
 template <bool kQ4, bool kFirstPass>
