@@ -119,7 +119,9 @@ TEST(SharedVocab, ModelNamesAndSpecialTokens) {
   EXPECT_TRUE(gemma4.is_end_of_generation(1));                              // <eos>
   EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<turn|>")));  // end of turn
   EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<|tool_response>")));
-  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) {
+    EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  }
   EXPECT_EQ(gemma4.token_to_piece(gemma4.find_token("\xE2\x96\x81Hello")), " Hello");  // ▁ is a space
 
   const Tokenizer& phi3 = shared_tokenizer(vocab_file("phi-3"));
@@ -161,7 +163,9 @@ TEST(SharedVocab, SpecialTokensAreParsedOnlyWhenAsked) {
   EXPECT_TRUE(gemma4.is_end_of_generation(1));                              // <eos>
   EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<turn|>")));  // end of turn
   EXPECT_TRUE(gemma4.is_end_of_generation(gemma4.find_token("<|tool_response>")));
-  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  if (const int32_t s_id = gemma4.find_token("</s>"); s_id >= 0) {
+    EXPECT_FALSE(gemma4.is_end_of_generation(s_id));
+  }
   EXPECT_EQ(gemma4.token_to_piece(gemma4.find_token("\xE2\x96\x81Hello")), " Hello");  // ▁ is a space
 
   const Tokenizer& phi3 = shared_tokenizer(vocab_file("phi-3"));
