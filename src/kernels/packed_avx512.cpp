@@ -26,14 +26,11 @@ NUCLEUS_AVX512 inline void load_block(const uint8_t* qs, __m512i w[8]) {
   }
 }
 
-// Where a pass over a group asks for lines ahead of the ones it reads (see kWithinGroupBytes).
-enum class Ahead { kNone, kWithinGroup, kNextGroup };
-
 // Calls block(b, qs, scales) for blocks b = 0..n_blocks-1 of a group (packed_rows.h) in order,
 // walking the pairs with a pointer: computing each block's offset from b took ~10 scalar
-// instructions a block in the one-token loops. Unless kAhead is kNone, each pair first prefetches
-// its lines `ahead` bytes further on, half a pair before each of its blocks.
-template <bool kQ4, Ahead kAhead, class Block>
+// instructions a block in the one-token loops. With kPrefetch, each pair first prefetches its lines
+// `ahead` bytes further on, half a pair before each of its blocks.
+template <bool kQ4, bool kPrefetch, class Block>
 NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks, size_t ahead, Block&& block) {
   constexpr size_t kQsBytes = kQ4 ? 256 : 512;
   constexpr size_t kQs0 = packed_qs_offset(0, kQsBytes), kQs1 = packed_qs_offset(1, kQsBytes);
@@ -43,10 +40,10 @@ NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks
   int64_t b = 0;
   for (; b + 1 < n_blocks; b += 2, pair += packed_pair_bytes(kQsBytes)) {
     constexpr size_t kLines = (packed_pair_bytes(kQsBytes) + 63) / 64, kFirstHalf = kLines / 2;
-    if constexpr (kAhead != Ahead::kNone)
+    if constexpr (kPrefetch)
       for (size_t line = 0; line < kFirstHalf; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + ahead + 64 * line), _MM_HINT_T1);
     block(b, pair + kQs0, scales(kScales0));
-    if constexpr (kAhead != Ahead::kNone)
+    if constexpr (kPrefetch)
       for (size_t line = kFirstHalf; line < kLines; ++line) _mm_prefetch(reinterpret_cast<const char*>(pair + ahead + 64 * line), _MM_HINT_T1);
     block(b + 1, pair + kQs1, scales(kScales1));
   }
@@ -65,17 +62,13 @@ NUCLEUS_AVX512 inline void for_each_block(const uint8_t* group, int64_t n_blocks
 // one-token steps (Q4_0) and from 2.25-2.32 to 1.55-1.63 (Q8_0).
 // The first pass over a group (t0 = 0) asks for lines 8 KiB ahead in the group; the passes for later
 // tokens (t0 > 0: 3 or more Q8_0 tokens, 9 or more Q4_0) read the group from L2 and ask for the next
-// group, the next this thread runs unless the group is its last (kNextGroup): DRAM idled while they
+// group, the next this thread runs unless the group is its last: DRAM idled while they
 // ran. `stream/Q8_0/avx512/T/5`, Zen 4: one thread 59-66 -> 49-50 ms, two 34-38 -> 29-31.
 // The requests go to L2 (T1), half a pair before each block: on Zen 4, whose L1 is 32 KB, into L1 they
 // held the loop up (`stream/<type>/avx512/1/5`, one thread: Q4_0 33.8 -> 26.0 ms, Q8_0 81 -> 58 ms).
 constexpr size_t kWithinGroupBytes = 8192;
-constexpr Ahead pass_ahead(int n_tokens, bool first_pass) {
-  return !first_pass ? Ahead::kNextGroup : n_tokens > 1 ? Ahead::kWithinGroup : Ahead::kNone;
-}
-inline size_t ahead_bytes(Ahead ahead, const PackedRows& w) {
-  return ahead == Ahead::kNextGroup ? w.group_bytes : kWithinGroupBytes;
-}
+constexpr bool pass_prefetches(int n_tokens, bool first_pass) { return !first_pass || n_tokens > 1; }
+inline size_t pass_ahead_bytes(bool first_pass, const PackedRows& w) { return first_pass ? kWithinGroupBytes : w.group_bytes; }
 
 template <bool kQ4, int N, bool kFirstPass>
 NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
@@ -83,8 +76,7 @@ NUCLEUS_AVX512 void group_tokens(const PackedRows& w, int64_t g, const PackedAct
   const int64_t nb = x.n_blocks;
   __m512 acc[N];
   for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps();
-  constexpr Ahead kAhead = pass_ahead(N, kFirstPass);
-  for_each_block<kQ4, kAhead>(w.group(g), nb, ahead_bytes(kAhead, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  for_each_block<kQ4, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<kQ4>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -131,8 +123,7 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
-  constexpr Ahead kAhead = pass_ahead(N, kFirstPass);
-  for_each_block<false, kAhead>(w.group(g), nb, ahead_bytes(kAhead, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+  for_each_block<false, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<false>(qs, wq);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
