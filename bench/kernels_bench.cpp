@@ -6,6 +6,9 @@
 //                         multiply-adds, i.e. arithmetic throughput
 //   gemm_l2/<type>/<isa>/N  a [256 × 2048] matrix times N tokens: in L2, so what the kernel's
 //                         arithmetic allows without waiting on L3 or DRAM
+//   kquant_l1/<Q4_K|Q5_K|Q6_K>/avx512/N  one packed 16-row group (19-27 KB: in L1) against N Q8_K rows
+//                         quantized beforehand: the packed kernel's arithmetic alone, without the
+//                         activation quantization, threads or L2 that gemm_l2 includes
 //   stream/<type>/<isa>/T/N  N tokens (1, 5 as in a γ = 4 verification, or a batch of 16) through 64 such matrices
 //                         in turn (~420 MB at Q4_0, out of every cache, on huge pages like a loaded
 //                         model's), T threads — bytes/s is the rate the kernel streams weights from
@@ -33,7 +36,9 @@
 #include "kernels/machine_peak.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/packed_kquant.h"
 #include "kernels/quantize.h"
+#include "kernels/quantize_k.h"
 
 namespace nucleus {
 namespace {
@@ -98,6 +103,27 @@ void matmul_tokens(benchmark::State& state, Isa isa, GgmlType type, int64_t rows
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(m->bytes.size()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * rows * kCols);  // multiply-adds
+}
+
+void kquant_l1(benchmark::State& state, GgmlType type) {
+  const int n_tokens = static_cast<int>(state.range(0));
+  BenchMatrix m(type, kPackRows);
+  const PackedKQuantKernel kernel = packed_kquant_kernel(dot_kernels_for(Isa::Avx512), type);
+  if (!m.w.packed || !kernel) return state.SkipWithError("no packed kernel for this type");
+  const int64_t n_blocks = kCols / 256;
+  std::vector<BlockQ8_K> blocks(static_cast<size_t>(n_tokens * n_blocks));
+  const auto values = normal_values(static_cast<size_t>(n_tokens * kCols), 3);
+  const BlockQ8_K* x[kPackTokens];
+  for (int t = 0; t < n_tokens; ++t) {
+    quantize_activations_q8_K(values.data() + t * kCols, blocks.data() + t * n_blocks, kCols);
+    x[t] = blocks.data() + t * n_blocks;
+  }
+  alignas(64) float out[kPackTokens * kPackRows];
+  for (auto _ : state) {
+    kernel(*m.w.packed, 0, x, n_tokens, out);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n_tokens * kPackRows * kCols);  // multiply-adds
 }
 
 void stream_tokens(benchmark::State& state, Isa isa, GgmlType type) {
@@ -232,6 +258,10 @@ void register_all() {
             ->Args({1, 1})->Args({2, 1})->Args({1, 5})->Args({2, 5})->Args({2, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
     }
   }
+  if (cpu_supports(Isa::Avx512))
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+      benchmark::RegisterBenchmark(("kquant_l1/" + std::string(ggml_type_name(type)) + "/avx512").c_str(), kquant_l1, type)
+          ->Arg(1)->Arg(5)->Arg(8)->Unit(benchmark::kMicrosecond);
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
     if (!cpu_supports(isa)) continue;
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K})

@@ -60,6 +60,9 @@ NUCLEUS_VNNI512 inline void run_values(const uint8_t* block, int k, __m512i qh, 
 // VPDPWSSD, with one multiplier-pipe instruction fewer per pair: kernels_bench
 // gemm_l2/Q4_K/avx512/5, Zen 5, one core, 126-155 -> 160-162 G multiply-adds/s, Q5_K unchanged. (Q6_K,
 // whose six-bit values already keep the other vector pipes busy, went 142-150 -> 135-138: not used.)
+// On Zen 4 the 5-token loop runs at ~83 % of its multiply-pipe floor in L1 (kernels_bench kquant_l1);
+// running two row groups per call so that each activation broadcast served both was bit-identical
+// and no faster (docs/BENCHMARKS.md, 2026-12-07 15:22 UTC).
 NUCLEUS_VNNI512 inline __m512i run_pair_sums(__m512i first, __m512i second, const int8_t* x_first, const int8_t* x_second) {
   const __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), first, broadcast4(x_first));
   const __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), second, broadcast4(x_second));
