@@ -1,6 +1,6 @@
 // The K-quant tile kernels (kernels/kquant_tile.h): two rows × up to four tokens, direct or from
 // prepared rows, and every matmul path that uses them, equal the scalar reference dot bit for bit
-// (the scalar table follows llama.cpp's AVX2 order, see dot_scalar.cpp) for every token count 1–33,
+// (the scalar table's float orders, see dot_scalar.cpp) for every token count 1–33,
 // odd row counts, several block counts and one or two threads.
 #include <gtest/gtest.h>
 

@@ -82,11 +82,12 @@ const FidelityCase kCases[] = {
     // the scale by an ulp and flipped them. tests/ops_test.cpp (RmsNorm) pins llama.cpp's rounding.
     {"test/llama-spm-q4_0.gguf", "llama-spm-q4_0.json", 1e-4},
     // K-quants mixed as published files mix them (Q4_K_M: Q4_K + Q6_K; Q5_K_M: Q5_K + Q6_K). Every
-    // table follows llama.cpp's AVX2 float order in the K-quant dot products (kernels/dot_scalar.cpp)
-    // and its AVX-512 order in rope, attention and swiglu (kernels/ggml_order.h), so a decoded token's
-    // activations equal llama.cpp's bit for bit and the logits agree to ~5e-6 — the reference's own
-    // printing. Before those orders matched, last-bit differences moved Q8_K activations across
-    // rounding ties and some steps were off by up to 5.5e-2 (Q5_K_M) and 4.5e-2 (Q6_K).
+    // table follows llama.cpp's AVX2 float order in the Q5_K and Q6_K dot products
+    // (kernels/dot_scalar.cpp) and its AVX-512 order in rope, attention and swiglu
+    // (kernels/ggml_order.h), so the logits agree to ~5e-6 — the reference's own printing. Before
+    // those orders matched, last-bit differences moved Q8_K activations across rounding ties and some
+    // steps were off by up to 5.5e-2 (Q5_K_M) and 4.5e-2 (Q6_K). Q4_K sums each block as integers
+    // first (not llama.cpp's x86 order): Q4_K_M measured 7e-6, and a flipped tie would show here.
     {"test/llama-spm-q4_k_m.gguf", "llama-spm-q4_k_m.json", 1e-4},
     {"test/llama-spm-q5_k_m.gguf", "llama-spm-q5_k_m.json", 1e-4},
     {"test/llama-spm-q6_k.gguf", "llama-spm-q6_k.json", 1e-4},

@@ -1,14 +1,16 @@
 // K-quant dot products with AVX-512 VNNI, bit-identical to the AVX2 and scalar tables.
 //
-// The integer lanes are those of llama.cpp's AVX2 kernels (dot_scalar.cpp explains why that order):
+// The integer lanes are those of llama.cpp's AVX2 kernels (dot_scalar.cpp explains the orders):
 // per block, int32 lane k = Σ over the block's 32-value runs of scale · (Σ of the products at
 // positions 4k..4k+3 of the run). AVX2 finds them with maddubs + madd per run; here one 512-bit
 // register holds two runs side by side (64 values, in the activations' order), one VPDPBUSD gives
 // all 16 four-product sums and VPMULLD their runs' scales (one token), or VPMADDUBSW + VPDPWSSD do
 // both (several tokens), and at the end of the block the register's halves are added: lanes j and
 // 8 + j hold the same positions of two runs. Integer sums
-// are exact in any order, and the float steps per block (one fused multiply-add onto 8 float lanes,
-// the mins, the final reductions) are the AVX2 kernels' own, so every result is the same bits.
+// are exact in any order, and the float steps per block (Q5_K and Q6_K: one fused multiply-add onto 8
+// float lanes, the mins, the final reductions; Q4_K: the block's lanes summed as integers, then one
+// fused multiply-add each for the scales and the mins) are the AVX2 kernels' own, so every result is
+// the same bits.
 #include "kernels/dot_kquant_avx512.h"
 
 #include <immintrin.h>
@@ -44,10 +46,9 @@ NUCLEUS_VNNI512 inline __m256i fold_halves(__m512i v) {
 // Q4_K (kQ5 false) and Q5_K against N activation rows; each block's values are unpacked once.
 template <bool kQ5, int N>
 NUCLEUS_VNNI512 void q45_K_tokens(const void* rows, const BlockQ8_K* const* x, int64_t n_blocks, float* out) {
-  __m256 acc[N];
-  __m128 acc_m[N];
-  float summs[N];
-  for (int t = 0; t < N; ++t) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm_setzero_ps(), summs[t] = 0.0f;
+  __m256 acc[N];  // Q5_K: AVX2's 8 float lanes
+  float acc_q4[N], summs[N];
+  for (int t = 0; t < N; ++t) acc[t] = _mm256_setzero_ps(), acc_q4[t] = 0.0f, summs[t] = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* scales_packed;
     const uint8_t* qs;
@@ -78,16 +79,16 @@ NUCLEUS_VNNI512 void q45_K_tokens(const void* rows, const BlockQ8_K* const* x, i
     }
     const float wd = half_to_float(d), wdmin = half_to_float(dmin);
     for (int t = 0; t < N; ++t) {
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[t][b].d * wd), _mm256_cvtepi32_ps(fold_halves(lanes[t])), acc[t]);
-      const __m128i m = mins_lanes(mins, x[t][b].bsums);
       if constexpr (kQ5) {
-        summs[t] = __builtin_fmaf(-x[t][b].d * wdmin, static_cast<float>(horizontal_sum_i32x4(m)), summs[t]);
-      } else {
-        acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-x[t][b].d * wdmin), _mm_cvtepi32_ps(m), acc_m[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[t][b].d * wd), _mm256_cvtepi32_ps(fold_halves(lanes[t])), acc[t]);
+      } else {  // Q4_K: the block as one integer (dot_scalar.cpp)
+        acc_q4[t] = __builtin_fmaf(x[t][b].d * wd, static_cast<float>(_mm512_reduce_add_epi32(lanes[t])), acc_q4[t]);
       }
+      const int32_t m = horizontal_sum_i32x4(mins_lanes(mins, x[t][b].bsums));
+      summs[t] = __builtin_fmaf(-x[t][b].d * wdmin, static_cast<float>(m), summs[t]);
     }
   }
-  for (int t = 0; t < N; ++t) out[t] = horizontal_sum(acc[t]) + (kQ5 ? summs[t] : horizontal_sum4(acc_m[t]));
+  for (int t = 0; t < N; ++t) out[t] = (kQ5 ? horizontal_sum(acc[t]) : acc_q4[t]) + summs[t];
 }
 
 // Q6_K: per half-block (128 values) the runs pair up as (0, 1) and (2, 3); run r of half h takes

@@ -64,12 +64,24 @@ float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return acc;
 }
 
-// K-quants follow llama.cpp's AVX2 kernels step for step, because its reference logits do: per
-// block, 8 exact int32 lanes (lane k holds the values at positions 4k..4k+3 of every 32-value run),
-// each lane accumulated in float across blocks with one fused multiply-add, then reduce_lanes. The
-// mins of Q4_K go to 4 float lanes (Q5_K: one float), added at the end. Any other float order
-// differs in the last bits, and in a deep enough stack such a bit flips a Q8_K activation that sits
-// on a rounding tie: Q5_K_M and Q6_K files once differed from llama.cpp by up to 7.7e-2 that way.
+// Q5_K and Q6_K follow llama.cpp's AVX2 kernels step for step: per block, 8 exact int32 lanes (lane
+// k holds the values at positions 4k..4k+3 of every 32-value run), each lane accumulated in float
+// across blocks with one fused multiply-add, then reduce_lanes; the mins of Q5_K go to one float.
+//
+// Q4_K sums each block as integers first (llama.cpp's ARM kernels also do, with their own float steps): the exact
+// isum = Σ scale·q·x and msum = Σ min·(sub-block Σx), then acc = fma(d_x·d, isum, acc) and
+// acc_m = fma(−d_x·dmin, msum, acc_m); the result is acc + acc_m. Keeping AVX2's 8 float lanes forces
+// a kernel with rows in SIMD lanes to scale every 4-product sum before mixing runs (one VPDPWSSD per
+// two VPDPBUSD); with one integer per block each 32-value run is scaled once: on Zen 4 the packed
+// 5-token kernel went from 106 to 150-163 G multiply-adds/s in L1 and a 5-token verification pass
+// from 1.5 to ~1.2-1.3 one-token steps (docs/BENCHMARKS.md, 2026-12-07 16:54 UTC). Against
+// llama.cpp's Q4_K_M reference the logits agree to 7e-6 (5e-6 in the AVX2 order).
+//
+// Why follow llama.cpp at all: a last-bit difference, in a deep enough stack, can flip a Q8_K
+// activation that sits on a rounding tie; Q5_K_M and Q6_K files once differed from llama.cpp by up to
+// 7.7e-2 that way. Q4_K's order is not llama.cpp's x86 one, and tests/model_fidelity_test.cpp would
+// show such a flip on the shared Q4_K_M reference. Every table here (scalar, AVX2, AVX-512, packed,
+// tiles) computes each type's order exactly, so all of them give the same bits.
 
 // Adds Σ scale·q·x over one 32-value run to the lanes: scale_lo for values 0..15, scale_hi 16..31.
 void add_run_lanes(const uint8_t* q, const int8_t* x, int scale_lo, int scale_hi, int32_t lanes[8]) {
@@ -115,17 +127,18 @@ void q45k_block_lanes(const Block& w, const uint8_t* qh, const BlockQ8_K& x, int
 }
 
 float dot_q4_K_q8_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float acc[8] = {}, acc_m[4] = {};
+  float acc = 0.0f, acc_m = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t lanes[8] = {}, mins[4];
     uint8_t m[8];
     q45k_block_lanes(w[b], nullptr, x[b], lanes, m);
-    accumulate_lanes(x[b].d * f16_to_f32(w[b].d), lanes, acc);
+    int32_t isum = 0;
+    for (int k = 0; k < 8; ++k) isum += lanes[k];
     mins_lanes(m, x[b].bsums, mins);
-    const float dmin = -x[b].d * f16_to_f32(w[b].dmin);
-    for (int i = 0; i < 4; ++i) acc_m[i] = std::fma(dmin, static_cast<float>(mins[i]), acc_m[i]);
+    acc = std::fma(x[b].d * f16_to_f32(w[b].d), static_cast<float>(isum), acc);
+    acc_m = std::fma(-x[b].d * f16_to_f32(w[b].dmin), static_cast<float>(mins[0] + mins[1] + mins[2] + mins[3]), acc_m);
   }
-  return reduce_lanes(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+  return acc + acc_m;
 }
 
 float dot_q5_K_q8_K(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks) {

@@ -1,6 +1,6 @@
 // The pieces of the x86 K-quant dot products that every instruction set shares (dot_x86.inc for
 // AVX2, dot_kquant_avx512.cpp for AVX-512 VNNI): the mins and Q6_K offset terms and the reductions
-// of llama.cpp's AVX2 order (see dot_scalar.cpp for why that order).
+// of the orders in dot_scalar.cpp.
 #pragma once
 
 #include <immintrin.h>
@@ -23,13 +23,6 @@ NUCLEUS_KQUANT_X86 inline int32_t horizontal_sum_i32x4(__m128i s) {
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm_cvtsi128_si32(s);
-}
-
-// (a0 + a2) + (a1 + a3), llama.cpp's reduction of its 4 mins lanes.
-NUCLEUS_KQUANT_X86 inline float horizontal_sum4(__m128 v) {
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  return _mm_cvtss_f32(v);
 }
 
 // Q6_K's values are used unsigned (q + 32): lane k subtracts 32 · (scale · Σx) of sub-blocks 2k and 2k+1.

@@ -4,7 +4,7 @@
 // Each weight block is unpacked once for four tokens and each activation block once for two rows,
 // and the per-block float steps of several tokens share one instruction (two tokens' 8 float lanes
 // in one 512-bit register, four tokens' 4 mins lanes in another). The integer lanes and every float
-// step per (row, token) are those of the single-token kernels (dot_x86.inc: llama.cpp's AVX2 order),
+// step per (row, token) are those of the single-token kernels (dot_x86.inc; dot_scalar.cpp the orders),
 // so out[i][j] is bit-identical to dot_q*_K_q8_K(row i, token j) on every table.
 #pragma once
 #include <cstdint>

@@ -17,8 +17,9 @@
 // change alone measured faster.
 //
 // Float part, per block: the 16 lanes of a (row, token) fold to the AVX2 kernels' 8 lanes (j + 8j),
-// two tokens' 8 lanes share one register, convert and one fused multiply-add with [d_x·d_w ×8 of
-// each token]; the mins (Q4_K, Q5_K) of four tokens share one VPMADDWD and one fused multiply-add.
+// two tokens' 8 lanes share one register (Q4_K: each token's 8 lanes summed into all 8, its order
+// being one integer per block), convert and one fused multiply-add with [d_x·d_w ×8 of each token];
+// the mins (Q4_K, Q5_K) of four tokens share one VPMADDWD and one fused multiply-add.
 // All eight d_x·d_w and eight d_x·dmin products of a block come from one multiply (the same
 // products the single-token kernels form one by one). Lane for lane these are the single-token
 // kernels' float operations (dot_x86.inc), so every result is the same bits.
@@ -136,6 +137,13 @@ NUCLEUS_VNNI512 inline __m512i fold_pair(__m512i a, __m512i b) {
   return _mm512_add_epi32(low, high);
 }
 
+// Q4_K's order (dot_scalar.cpp): every lane of each 256-bit half gets the sum of the half's 8 lanes.
+NUCLEUS_VNNI512 inline __m512i sum_within_halves(__m512i v) {
+  v = _mm512_add_epi32(v, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+  return _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+}
+
 // Two rows against tokens t0 .. t0 + N − 1. kDirect: rows are stored rows, each block unpacked on
 // the fly; otherwise rows are prepared ones.
 // Results: y[t · y_stride + r] for r < n_rows (1 or 2), t < N.
@@ -200,6 +208,7 @@ NUCLEUS_VNNI512 inline void tile(const void* row0, const void* row1, const KQuan
       }
       for (int r = 0; r < 2; ++r) {
         __m512i v = fold_pair(lanes[r][2 * p], second ? lanes[r][(2 * p + 1) % N] : _mm512_setzero_si512());
+        if constexpr (T == KType::Q4) v = sum_within_halves(v);
         if constexpr (T == KType::Q6) {
           const __m512i s16 = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(w[r] + kMinsOrScales)));
           v = _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_madd_epi16(bsums, s16), 5));
@@ -214,10 +223,9 @@ NUCLEUS_VNNI512 inline void tile(const void* row0, const void* row1, const KQuan
       for (int r = 0; r < 2; ++r) {
         const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(w[r] + kMinsOrScales)));
         __m512i m = _mm512_madd_epi16(sub_sums, mins);
-        if constexpr (T == KType::Q5) {  // Q5_K adds each token's four lanes before converting
-          m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
-          m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
-        }
+        // Each token's four lanes added before converting.
+        m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
+        m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
         // −(d_x · dmin) · m + acc: the single-token kernels' fma(d_x · (−dmin), m, acc), the same bits.
         const __m512 d_quad = _mm512_permutexvar_ps(_mm512_add_epi32(quad_index, _mm512_set1_epi32(8 + 4 * r)), products);
         acc_m[r] = _mm512_fnmadd_ps(d_quad, _mm512_cvtepi32_ps(m), acc_m[r]);
@@ -229,9 +237,8 @@ NUCLEUS_VNNI512 inline void tile(const void* row0, const void* row1, const KQuan
     _mm512_store_ps(mins, acc_m[r]);
     for (int p = 0; p < kPairs; ++p) _mm512_store_ps(lanes8[p], acc[r][p]);
     for (int t = 0; t < N; ++t) {
-      float sum = horizontal_sum(_mm256_load_ps(lanes8[t / 2] + 8 * (t % 2)));
-      if constexpr (T == KType::Q4) sum += horizontal_sum4(_mm_load_ps(mins + 4 * t));
-      if constexpr (T == KType::Q5) sum += mins[4 * t];
+      float sum = T == KType::Q4 ? lanes8[t / 2][8 * (t % 2)] : horizontal_sum(_mm256_load_ps(lanes8[t / 2] + 8 * (t % 2)));
+      if constexpr (T != KType::Q6) sum += mins[4 * t];
       y[t * y_stride + r] = sum;
     }
   }

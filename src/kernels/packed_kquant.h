@@ -61,7 +61,7 @@ constexpr size_t kPackedQ6KBlockBytes = kPackedQ6KDOffset + 2 * kPackRows + 32; 
 static_assert(kPackedQ6KBlockBytes % 64 == 0);
 
 // out[t · kPackRows + i] = dot_q*_K_q8_K(row 16·g + i, x[t]) for t < n_tokens ≤ kPackTokens,
-// bit-identical to the row-major kernels (the integer lanes are exact, the float steps the same).
+// bit-identical to the row-major kernels (the integer sums are exact, the float steps the same).
 using PackedKQuantKernel = void (*)(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);
 
 void packed_q4_K_avx512(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out);

@@ -1,13 +1,16 @@
-// Packed Q4_K row groups (kernels/packed_kquant.h) against Q8_K activations with AVX-512 VNNI.
+// Packed Q4_K and Q5_K row groups (kernels/packed_kquant.h) against Q8_K activations with AVX-512 VNNI.
 //
-// Register lane r is row 16·g + r throughout. Per block and lane k (0..7) of llama.cpp's AVX2 order,
-// the integer lane sum Σ over the 8 runs of scale · (products at positions 4k..4k+3 of the run) is
-// found for all 16 rows at once: per pair of runs, VPDPBUSD against 4 broadcast activation bytes
-// (each run's 4-product sum per row), the two sums as one 16-bit pair, and VPDPWSSD with the two
-// runs' scales in the halves of the row's lane (run_pair_sums below). The float steps are
-// dot_scalar.cpp's: lane k's float accumulator gets fma(x.d · w.d, lane), the 4 mins lanes
-// fma(−x.d · w.dmin, Σ min · sub-block sum), and at the end the same reductions — here across
-// registers instead of within one — so every row's result is the row-major kernels' bits.
+// Register lane r is row 16·g + r throughout, and each type follows its order in dot_scalar.cpp,
+// so every row's result is the row-major kernels' bits:
+// - Q4_K (q4_K_group): one integer per block and row. Each 32-value run's 8 lanes of 4 values are
+//   chained by VPDPBUSD into one sum per row and scaled by one VPMULLD.
+// - Q5_K (q5_K_group): llama.cpp's AVX2 order. Per block and lane k (0..7), the integer lane sum Σ
+//   over the 8 runs of scale · (products at positions 4k..4k+3 of the run) for all 16 rows at once:
+//   per pair of runs, VPDPBUSD against 4 broadcast activation bytes (each run's 4-product sum per
+//   row), the two sums as one 16-bit pair, and VPDPWSSD with the two runs' scales in the halves of
+//   the row's lane (run_pair_sums below); lane k's float accumulator gets fma(x.d · w.d, lane), the
+//   mins fma(−x.d · w.dmin, Σ min · sub-block sum), and at the end the AVX2 reductions, across
+//   registers instead of within one.
 #include <immintrin.h>
 
 #include "kernels/packed_kquant.h"
@@ -41,17 +44,26 @@ NUCLEUS_VNNI512 inline __m512i with_fifth_bit(__m512i low, __m512i shifted) {
   return _mm512_ternarylogic_epi32(low, shifted, _mm512_set1_epi8(0x10), 0xF8);
 }
 
-// The low-nibble (run 2c) and high-nibble (run 2c + 1) values of one quant register.
-template <bool kQ5, int kC>
+// The low-nibble (run 2c) and high-nibble (run 2c + 1) Q5_K values of one quant register.
+template <int kC>
 NUCLEUS_VNNI512 inline void run_values(const uint8_t* block, int k, __m512i qh, __m512i* lo, __m512i* hi) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i q = _mm512_load_si512(block + 64 * (4 * k + kC));
-  *lo = _mm512_and_si512(q, low4);
-  *hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-  if constexpr (kQ5) {
-    *lo = with_fifth_bit(*lo, fifth_bit_at_4<2 * kC>(qh));
-    *hi = with_fifth_bit(*hi, fifth_bit_at_4<2 * kC + 1>(qh));
-  }
+  *lo = with_fifth_bit(_mm512_and_si512(q, low4), fifth_bit_at_4<2 * kC>(qh));
+  *hi = with_fifth_bit(_mm512_and_si512(_mm512_srli_epi16(q, 4), low4), fifth_bit_at_4<2 * kC + 1>(qh));
+}
+
+// Per row, Σ over the 8 sub-blocks of min · (Σ of the token's activations in it), exact: mins[i] holds
+// each row's (min 2i, min 2i + 1) as a 16-bit pair.
+NUCLEUS_VNNI512 inline __m512i mins_sum(const __m512i mins[4], const int16_t* bsums) {
+  // The 8 sub-block sums as 16-bit values; 32-bit element i is the pair of sub-blocks 2i, 2i + 1.
+  const __m128i sums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
+                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
+  const __m512i m01 = _mm512_add_epi32(_mm512_madd_epi16(mins[0], _mm512_broadcastd_epi32(sums)),
+                                       _mm512_madd_epi16(mins[1], _mm512_broadcastd_epi32(_mm_srli_si128(sums, 4))));
+  const __m512i m23 = _mm512_add_epi32(_mm512_madd_epi16(mins[2], _mm512_broadcastd_epi32(_mm_srli_si128(sums, 8))),
+                                       _mm512_madd_epi16(mins[3], _mm512_broadcastd_epi32(_mm_srli_si128(sums, 12))));
+  return _mm512_add_epi32(m01, m23);
 }
 
 // Row r's 4-product sums of two runs (values · 4 broadcast activation bytes by VPDPBUSD; within
@@ -69,14 +81,18 @@ NUCLEUS_VNNI512 inline __m512i run_pair_sums(__m512i first, __m512i second, cons
   return _mm512_mask_blend_epi16(0xAAAAAAAA, s0, _mm512_slli_epi32(s1, 16));
 }
 
-template <bool kQ5, int N>
-NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
-  constexpr PackedQ45KLayout kLayout = packed_q45_k_layout(kQ5);
+// Q5_K in llama.cpp's AVX2 order (dot_scalar.cpp): per block and lane step k, the 8 runs' scaled
+// 4-product sums at positions 4k..4k+3, each pair of runs by run_pair_sums and one VPDPWSSD; lane k's
+// float accumulator gets fma(x.d · w.d, lane), the mins one fma(−x.d · w.dmin, msum), and at the end
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) + mins, across registers instead of within one.
+template <int N>
+NUCLEUS_VNNI512 void q5_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+  constexpr PackedQ45KLayout kLayout = packed_q45_k_layout(true);
   const __m512i pair_index = row_byte_pair_index(0);
-  __m512 acc[N][8], acc_m[N][4];
+  __m512 acc[N][8], acc_m[N];
   for (int t = 0; t < N; ++t) {
     for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();
-    for (int i = 0; i < 4; ++i) acc_m[t][i] = _mm512_setzero_ps();
+    acc_m[t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = group + static_cast<size_t>(b) * kLayout.block;
@@ -96,12 +112,12 @@ NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const B
       prefetch_block_slice<kLayout.block>(block + kPrefetchBlocks * kLayout.block, k);
       __m512i lanes[N];
       for (int t = 0; t < N; ++t) lanes[t] = _mm512_setzero_si512();
-      const __m512i qh = kQ5 ? _mm512_load_si512(block + kLayout.qh + 64 * k) : _mm512_setzero_si512();
+      const __m512i qh = _mm512_load_si512(block + kLayout.qh + 64 * k);
       __m512i values[8];
-      run_values<kQ5, 0>(block, k, qh, &values[0], &values[1]);
-      run_values<kQ5, 1>(block, k, qh, &values[2], &values[3]);
-      run_values<kQ5, 2>(block, k, qh, &values[4], &values[5]);
-      run_values<kQ5, 3>(block, k, qh, &values[6], &values[7]);
+      run_values<0>(block, k, qh, &values[0], &values[1]);
+      run_values<1>(block, k, qh, &values[2], &values[3]);
+      run_values<2>(block, k, qh, &values[4], &values[5]);
+      run_values<3>(block, k, qh, &values[6], &values[7]);
       for (int c = 0; c < 4; ++c) {
         for (int t = 0; t < N; ++t) {
           const int8_t* xq = x[t][b].qs + 64 * c + 4 * k;
@@ -115,47 +131,91 @@ NUCLEUS_VNNI512 void q45_K_group(const uint8_t* group, int64_t n_blocks, const B
     for (int i = 0; i < 4; ++i)
       mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kLayout.mins + 32 * i)));
     for (int t = 0; t < N; ++t) {
-      // The 8 sub-block sums as 16-bit values; 32-bit element i is the pair of runs 2i, 2i + 1.
-      const int16_t* bsums = x[t][b].bsums;
-      const __m128i sums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
-                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
       const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-x[t][b].d), wdmin);
-      const __m512i pair_sums[4] = {_mm512_broadcastd_epi32(sums), _mm512_broadcastd_epi32(_mm_srli_si128(sums, 4)),
-                                    _mm512_broadcastd_epi32(_mm_srli_si128(sums, 8)),
-                                    _mm512_broadcastd_epi32(_mm_srli_si128(sums, 12))};
-      __m512i m[4];
-      for (int i = 0; i < 4; ++i) m[i] = _mm512_madd_epi16(mins[i], pair_sums[i]);
-      if constexpr (kQ5) {  // one float: fma(−x.d · w.dmin, Σ of the 4 integer lanes)
-        const __m512i total = _mm512_add_epi32(_mm512_add_epi32(m[0], m[1]), _mm512_add_epi32(m[2], m[3]));
-        acc_m[t][0] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(total), acc_m[t][0]);
-      } else {
-        for (int i = 0; i < 4; ++i) acc_m[t][i] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(m[i]), acc_m[t][i]);
-      }
+      acc_m[t] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(mins_sum(mins, x[t][b].bsums)), acc_m[t]);
     }
   }
   for (int t = 0; t < N; ++t) {
-    // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus (m0 + m2) + (m1 + m3) (Q5_K: its one sum).
     const __m512 even = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6]));
     const __m512 odd = _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7]));
-    const __m512 m = kQ5 ? acc_m[t][0]
-                         : _mm512_add_ps(_mm512_add_ps(acc_m[t][0], acc_m[t][2]), _mm512_add_ps(acc_m[t][1], acc_m[t][3]));
-    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(_mm512_add_ps(even, odd), m));
+    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(_mm512_add_ps(even, odd), acc_m[t]));
   }
 }
 
+// Runs of a Q4_K block in flight at once: each (run, token) is one chain of 8 dependent VPDPBUSD, so
+// fewer tokens need more runs to keep the multiplier busy (and more tokens fewer, to stay in registers).
+constexpr int q4_K_runs_in_flight(int n_tokens) { return n_tokens == 1 ? 8 : n_tokens == 2 ? 4 : n_tokens <= 4 ? 2 : 1; }
+
+// Q4_K in dot_scalar.cpp's order for it: per block and row the exact isum = Σ over runs j of
+// scale_j · (Σ of the run's 32 products) and msum = Σ min · (sub-block Σx), then acc = fma(x.d · w.d,
+// isum, acc), acc_m = fma(−x.d · w.dmin, msum, acc_m), and acc + acc_m at the end. Run j's values are
+// nibble j % 2 of the registers of run pair j / 2 (one per lane k, positions 4k..4k+3): VPDPBUSD
+// chains all 8 lanes into one sum per row, and one VPMULLD per run and token applies the scale. That
+// is 9 multiplier instructions per run and token where llama.cpp's lanes need 12 (q45_K_group).
+template <int N>
+NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+  constexpr size_t kBlock = kPackedQ4KBlockBytes;
+  constexpr int kRuns = q4_K_runs_in_flight(N);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[N], acc_m[N];
+  for (int t = 0; t < N; ++t) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = group + static_cast<size_t>(b) * kBlock;
+    __m512i isum[N];
+    for (int t = 0; t < N; ++t) isum[t] = _mm512_setzero_si512();
+    for (int j0 = 0; j0 < 8; j0 += kRuns) {
+      for (int r = 0; r < kRuns; ++r) prefetch_block_slice<kBlock>(block + kPrefetchBlocks * kBlock, j0 + r);
+      __m512i run[kRuns][N];
+      for (int r = 0; r < kRuns; ++r)
+        for (int t = 0; t < N; ++t) run[r][t] = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) {
+        for (int r = 0; r < kRuns; ++r) {
+          const int j = j0 + r;
+          const __m512i q = _mm512_load_si512(block + 64 * (4 * k + j / 2));
+          const __m512i v = j % 2 == 0 ? _mm512_and_si512(q, low4) : _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+          for (int t = 0; t < N; ++t) run[r][t] = _mm512_dpbusd_epi32(run[r][t], v, broadcast4(x[t][b].qs + 32 * j + 4 * k));
+        }
+      }
+      for (int r = 0; r < kRuns; ++r) {
+        const __m512i scale = _mm512_cvtepu8_epi32(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(block + kPackedQ4KScalesOffset + 16 * (j0 + r))));
+        for (int t = 0; t < N; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(run[r][t], scale));
+      }
+    }
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDOffset)));
+    const __m512 wdmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KDminOffset)));
+    __m512i mins[4];
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + kPackedQ4KMinsOffset + 32 * i)));
+    for (int t = 0; t < N; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x[t][b].d), wd), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-x[t][b].d), wdmin);
+      acc_m[t] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(mins_sum(mins, x[t][b].bsums)), acc_m[t]);
+    }
+  }
+  for (int t = 0; t < N; ++t) _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(acc[t], acc_m[t]));
+}
+
+template <bool kQ5, int N>
+NUCLEUS_VNNI512 void group_pass(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
+  if constexpr (kQ5) q5_K_group<N>(group, n_blocks, x, out);
+  else q4_K_group<N>(group, n_blocks, x, out);
+}
+
+// Up to 8 tokens per pass over the group, as many passes as needed.
 template <bool kQ5>
 NUCLEUS_VNNI512 void q45_K_groups(const PackedRows& w, int64_t g, const BlockQ8_K* const* x, int n_tokens, float* out) {
   const uint8_t* group = w.group(g);
   while (n_tokens > 0) {
     switch (n_tokens) {
-      case 1: q45_K_group<kQ5, 1>(group, w.n_blocks, x, out); return;
-      case 2: q45_K_group<kQ5, 2>(group, w.n_blocks, x, out); return;
-      case 3: q45_K_group<kQ5, 3>(group, w.n_blocks, x, out); return;
-      case 4: q45_K_group<kQ5, 4>(group, w.n_blocks, x, out); return;
-      case 5: q45_K_group<kQ5, 5>(group, w.n_blocks, x, out); return;
-      case 6: q45_K_group<kQ5, 6>(group, w.n_blocks, x, out); return;
-      case 7: q45_K_group<kQ5, 7>(group, w.n_blocks, x, out); return;
-      default: q45_K_group<kQ5, 8>(group, w.n_blocks, x, out); break;
+      case 1: group_pass<kQ5, 1>(group, w.n_blocks, x, out); return;
+      case 2: group_pass<kQ5, 2>(group, w.n_blocks, x, out); return;
+      case 3: group_pass<kQ5, 3>(group, w.n_blocks, x, out); return;
+      case 4: group_pass<kQ5, 4>(group, w.n_blocks, x, out); return;
+      case 5: group_pass<kQ5, 5>(group, w.n_blocks, x, out); return;
+      case 6: group_pass<kQ5, 6>(group, w.n_blocks, x, out); return;
+      case 7: group_pass<kQ5, 7>(group, w.n_blocks, x, out); return;
+      default: group_pass<kQ5, 8>(group, w.n_blocks, x, out); break;
     }
     x += 8, out += 8 * kPackRows, n_tokens -= 8;
   }
