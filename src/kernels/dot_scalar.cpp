@@ -68,20 +68,23 @@ float dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
 // k holds the values at positions 4k..4k+3 of every 32-value run), each lane accumulated in float
 // across blocks with one fused multiply-add, then reduce_lanes; the mins of Q5_K go to one float.
 //
-// Q4_K sums each block as integers first (llama.cpp's ARM kernels also do, with their own float steps): the exact
-// isum = Σ scale·q·x and msum = Σ min·(sub-block Σx), then acc = fma(d_x·d, isum, acc) and
-// acc_m = fma(−d_x·dmin, msum, acc_m); the result is acc + acc_m. Keeping AVX2's 8 float lanes forces
-// a kernel with rows in SIMD lanes to scale every 4-product sum before mixing runs (one VPDPWSSD per
-// two VPDPBUSD); with one integer per block each 32-value run is scaled once: on Zen 4 the packed
-// 5-token kernel went from 106 to 150-163 G multiply-adds/s in L1 and a 5-token verification pass
-// from 1.5 to ~1.2-1.3 one-token steps (docs/BENCHMARKS.md, 2026-12-07 16:54 UTC). Against
-// llama.cpp's Q4_K_M reference the logits agree to 7e-6 (5e-6 in the AVX2 order).
+// Q4_K sums each block as integers first (llama.cpp's ARM kernels also do, with their own float
+// steps): the exact isum = Σ scale·q·x and msum = Σ min·(sub-block Σx), then
+// acc = fma(d_x·d, isum, acc) and acc_m = fma(−d_x·dmin, msum, acc_m); the result is acc + acc_m.
+// Keeping AVX2's 8 float lanes forces a kernel with rows in SIMD lanes to scale every 4-product sum
+// before mixing runs (one VPDPWSSD per two VPDPBUSD); with one integer per block each 32-value run
+// is scaled once: on Zen 4 the packed 5-token kernel went from 106 to 150-163 G multiply-adds/s in
+// L1 and a 5-token verification pass from 1.5 to ~1.2-1.3 one-token steps (docs/BENCHMARKS.md,
+// 2026-12-07 16:54 UTC). Against llama.cpp's Q4_K_M reference the logits agree to 7e-6 (5e-6 in
+// the AVX2 order).
 //
 // Why follow llama.cpp at all: a last-bit difference, in a deep enough stack, can flip a Q8_K
 // activation that sits on a rounding tie; Q5_K_M and Q6_K files once differed from llama.cpp by up to
-// 7.7e-2 that way. Q4_K's order is not llama.cpp's x86 one, and tests/model_fidelity_test.cpp would
-// show such a flip on the shared Q4_K_M reference. Every table here (scalar, AVX2, AVX-512, packed,
-// tiles) computes each type's order exactly, so all of them give the same bits.
+// 7.7e-2 that way, and Q6_K in Q4_K's order did again (5.2e-2 on the shared Q6_K reference, every
+// table agreeing with the others: not kept). Q4_K's order is not llama.cpp's x86 one, and
+// tests/model_fidelity_test.cpp would show such a flip on the shared Q4_K_M reference. Every table
+// here (scalar, AVX2, AVX-512, packed, tiles) computes each type's order exactly, so all of them
+// give the same bits.
 
 // Adds Σ scale·q·x over one 32-value run to the lanes: scale_lo for values 0..15, scale_hi 16..31.
 void add_run_lanes(const uint8_t* q, const int8_t* x, int scale_lo, int scale_hi, int32_t lanes[8]) {
