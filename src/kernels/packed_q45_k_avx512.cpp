@@ -68,13 +68,13 @@ NUCLEUS_VNNI512 inline __m512i mins_sum(const __m512i mins[4], const int16_t* bs
 
 // Row r's 4-product sums of two runs (values · 4 broadcast activation bytes by VPDPBUSD; within
 // ±4·31·128, so 16 bits) as the 16-bit pair (first run, second run), for one VPDPWSSD against the
-// rows' pair of run scales. The integers are exact, so the lane sums equal those of two VPMADDUBSW +
-// VPDPWSSD, with one multiplier-pipe instruction fewer per pair: kernels_bench
-// gemm_l2/Q4_K/avx512/5, Zen 5, one core, 126-155 -> 160-162 G multiply-adds/s, Q5_K unchanged. (Q6_K,
-// whose six-bit values already keep the other vector pipes busy, went 142-150 -> 135-138: not used.)
-// On Zen 4 the 5-token loop runs at ~83 % of its multiply-pipe floor in L1 (kernels_bench kquant_l1);
-// running two row groups per call so that each activation broadcast served both was bit-identical
-// and no faster (docs/BENCHMARKS.md, 2026-12-07 15:22 UTC).
+// rows' pair of run scales (Q5_K's lanes). The integers are exact, so the lane sums equal those of
+// two VPMADDUBSW + VPDPWSSD, with one multiplier-pipe instruction fewer per pair. Measured while Q4_K
+// still used this form: kernels_bench gemm_l2/Q4_K/avx512/5, Zen 5, one core, 126-155 -> 160-162 G
+// multiply-adds/s, Q5_K unchanged (Q6_K, whose six-bit values already keep the other vector pipes
+// busy, went 142-150 -> 135-138: not used). On Zen 4 that Q4_K loop ran at ~83 % of its
+// multiply-pipe floor in L1, the bound q4_K_group's order removed (docs/BENCHMARKS.md, 2026-12-07
+// 15:22 and 16:54 UTC).
 NUCLEUS_VNNI512 inline __m512i run_pair_sums(__m512i first, __m512i second, const int8_t* x_first, const int8_t* x_second) {
   const __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), first, broadcast4(x_first));
   const __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), second, broadcast4(x_second));
@@ -151,7 +151,8 @@ constexpr int q4_K_runs_in_flight(int n_tokens) { return n_tokens == 1 ? 8 : n_t
 // isum, acc), acc_m = fma(−x.d · w.dmin, msum, acc_m), and acc + acc_m at the end. Run j's values are
 // nibble j % 2 of the registers of run pair j / 2 (one per lane k, positions 4k..4k+3): VPDPBUSD
 // chains all 8 lanes into one sum per row, and one VPMULLD per run and token applies the scale. That
-// is 9 multiplier instructions per run and token where llama.cpp's lanes need 12 (q45_K_group).
+// is 9 multiplier instructions per run and token where llama.cpp's lanes need 12 (as q5_K_group
+// still spends for Q5_K).
 template <int N>
 NUCLEUS_VNNI512 void q4_K_group(const uint8_t* group, int64_t n_blocks, const BlockQ8_K* const* x, float* out) {
   constexpr size_t kBlock = kPackedQ4KBlockBytes;
