@@ -88,6 +88,43 @@ TEST(CliBenchSpec, ReportsEveryGammaWithConsistentFigures) {
   EXPECT_NE(none.err.find("give --draft MODEL or --spec"), std::string::npos) << none.err;
 }
 
+// The verification-cost figures come with the two passes' milliseconds (a ratio alone hides a
+// one-token step that got slower), the ratio of the fastest of each, and with --profile where each
+// kind of pass spent its time, over exactly the timed rounds.
+TEST(CliBenchSpec, VerificationCostShowsBothPassesAndTheirProfiles) {
+  NUCLEUS_REQUIRE_SHARED();
+  const std::string model = quote(shared_path("models/stories260K.gguf"));
+  const auto r = run_nucleus("bench spec -m " + model + " --spec self:1 --gamma 3 -n 8 -t 1 -r 5 --json --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_EQ(report.size(), 1u);
+  const json& row = report[0];
+  const double step_ms = row["step_ms"], verify_ms = row["verify_ms"];
+  const double step_min = row["step_min_ms"], verify_min = row["verify_min_ms"];
+  EXPECT_GT(step_min, 0.0);
+  EXPECT_GT(verify_min, 0.0);
+  EXPECT_LE(step_min, step_ms);
+  EXPECT_LE(verify_min, verify_ms);
+  EXPECT_DOUBLE_EQ(row["verify_cost_ratio_quiet"].get<double>(), verify_min / step_min);
+  for (const char* key : {"profile_step", "profile_verify"}) {
+    const json& p = row[key];
+    EXPECT_EQ(p["steps"], 5) << key;  // the timed rounds, not the warm-up
+    ASSERT_FALSE(p["matmul"].empty()) << key;
+    EXPECT_GT(p["attention_ms_per_step"].get<double>(), 0.0) << key;
+    double shares = p["attention_share"].get<double>() + p["other_share"].get<double>();
+    for (const json& m : p["matmul"]) shares += m["share"].get<double>();
+    EXPECT_NEAR(shares, 1.0, 1e-9) << key;
+  }
+  // Both kinds of pass multiply the same matrices (the per-step figures are per pass of each kind).
+  EXPECT_EQ(row["profile_verify"]["matmul"][0]["matrices_per_step"], row["profile_step"]["matmul"][0]["matrices_per_step"]);
+  EXPECT_GT(row["profile_step"]["matmul"][0]["matrices_per_step"].get<double>(), 0.0);
+  const auto text = run_nucleus("bench spec -m " + model + " --spec self:1 --gamma 3 -n 8 -t 1 -r 2 --profile");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("quiet v/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("profile one-token step: 2 steps"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("profile verification of 4 tokens: 2 steps"), std::string::npos) << text.out;
+}
+
 TEST(SpeculativeTheory, PredictedSpeedupFollowsLeviathanEtAl) {
   EXPECT_DOUBLE_EQ(predicted_speedup(0.0, 4, 0.0), 1.0);          // nothing accepted, free draft
   EXPECT_DOUBLE_EQ(predicted_speedup(0.0, 4, 0.25), 1.0 / 2.0);   // nothing accepted, paid draft

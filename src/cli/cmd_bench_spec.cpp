@@ -1,13 +1,16 @@
 // nucleus bench spec: speculative decoding against plain decoding on one sequence, per γ — the
 // measured acceptance α, the draft's relative cost c, tokens per target pass, the measured speedup
 // and the one the theory predicts from α and c, plus what a verification pass of γ + 1 tokens
-// costs relative to a one-token step (the memory-bound argument). Table, --json, --svg.
+// costs relative to a one-token step (the memory-bound argument): the median of paired rounds, the
+// two passes' median milliseconds, and the ratio of the fastest of each (`quiet v/s`, the figure for
+// a machine without neighbours), with --profile where each pass's time goes. Table, --json, --svg.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/bench_common.h"
+#include "cli/bench_profile.h"
 #include "cli/commands.h"
 #include "cli/speculation_flags.h"
 #include "core/error.h"
@@ -33,6 +36,7 @@ struct SpecBenchOptions {
   bool json = false;
   std::string svg_path;
   bool temperature_given = false;
+  bool profile = false;
 };
 
 std::vector<int32_t> parse_gammas(const std::string& text) {
@@ -77,8 +81,8 @@ int run_bench_spec(SpecBenchOptions o) {
                 o.source.model_path.c_str(), proposers.describe().c_str(), static_cast<long long>(n_prompt),
                 static_cast<long long>(o.n_gen), n_threads, o.sampling.temperature);
     std::printf("plain decoding: %.2f tok/s\n", plain_tok_s);
-    std::printf("%5s %7s %8s %7s %10s %9s %10s %13s\n", "gamma", "alpha", "accept", "c", "tok/pass", "speedup",
-                "predicted", "verify/step");
+    std::printf("%5s %7s %8s %7s %10s %9s %10s %13s %15s %11s\n", "gamma", "alpha", "accept", "c", "tok/pass", "speedup",
+                "predicted", "verify/step", "verify, step ms", "quiet v/s");
   }
   nlohmann::json report = nlohmann::json::array();
   std::vector<SvgSeries> series = {{"measured speedup", "#1f77b4", {}}, {"predicted from alpha, c", "#ff7f0e", {}}};
@@ -90,7 +94,10 @@ int run_bench_spec(SpecBenchOptions o) {
     const double c = draft_per_token / plain.seconds_per_token();
     const double speedup = plain.seconds / spec.decode.seconds;
     const double predicted = predicted_speedup(s.alpha(), gamma, c);
-    const double verify_ratio = verification_cost_ratio(*target.model, prompt, gamma + 1, o.repetitions, n_threads);
+    StepProfile one_token_profile, verify_profile;
+    const VerificationCost verify =
+        verification_cost(*target.model, prompt, gamma + 1, o.repetitions, n_threads, o.profile ? &one_token_profile : nullptr,
+                          o.profile ? &verify_profile : nullptr);
     series[0].points.emplace_back(gamma, speedup);
     series[1].points.emplace_back(gamma, predicted);
     report.push_back({{"gamma", gamma},
@@ -100,7 +107,12 @@ int run_bench_spec(SpecBenchOptions o) {
                       {"tokens_per_pass", s.tokens_per_pass()},
                       {"speedup", speedup},
                       {"speedup_predicted", predicted},
-                      {"verify_cost_ratio", verify_ratio},
+                      {"verify_cost_ratio", verify.ratio},
+                      {"verify_ms", verify.n_token_ms},
+                      {"step_ms", verify.one_token_ms},
+                      {"verify_min_ms", verify.n_token_min_ms},
+                      {"step_min_ms", verify.one_token_min_ms},
+                      {"verify_cost_ratio_quiet", verify.min_ratio()},
                       {"passes", s.num_passes},
                       {"draft_seconds", s.draft_seconds},
                       {"target_seconds", s.target_seconds},
@@ -115,9 +127,19 @@ int run_bench_spec(SpecBenchOptions o) {
                       {"n_gen", o.n_gen},
                       {"n_threads", n_threads},
                       {"temperature", o.sampling.temperature}});
-    if (!o.json)
-      std::printf("%5d %7.3f %8.3f %7.3f %10.2f %8.2fx %9.2fx %12.2fx\n", gamma, s.alpha(), s.acceptance_rate(), c,
-                  s.tokens_per_pass(), speedup, predicted, verify_ratio);
+    if (o.profile) {
+      report.back()["profile_step"] = profile_json(one_token_profile);
+      report.back()["profile_verify"] = profile_json(verify_profile);
+    }
+    if (!o.json) {
+      std::printf("%5d %7.3f %8.3f %7.3f %10.2f %8.2fx %9.2fx %12.2fx %7.2f %7.2f %10.2fx\n", gamma, s.alpha(),
+                  s.acceptance_rate(), c, s.tokens_per_pass(), speedup, predicted, verify.ratio, verify.n_token_ms,
+                  verify.one_token_ms, verify.min_ratio());
+      if (o.profile) {
+        print_profile("one-token step", report.back()["profile_step"]);
+        print_profile("verification of " + std::to_string(gamma + 1) + " tokens", report.back()["profile_verify"]);
+      }
+    }
     std::fflush(stdout);
   }
   if (o.json) std::printf("%s\n", report.dump(2).c_str());
@@ -145,6 +167,8 @@ void add_bench_spec_command(CLI::App& bench, std::function<void(Runner)> set_run
   cmd->add_option("-s,--seed", o->seed, "random seed");
   cmd->add_option("-t,--threads", o->n_threads, "threads")->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repetitions", o->repetitions, "repetitions of the verification-cost measurement")->check(CLI::PositiveNumber);
+  cmd->add_flag("--profile", o->profile,
+                "split the one-token step and the verification pass: matmuls per weight type, attention, other operators");
   cmd->add_flag("--json", o->json, "JSON array, one object per gamma: gamma, alpha, c, tokens_per_pass, speedup, speedup_predicted, ...");
   cmd->add_option("--svg", o->svg_path, "write an SVG plot of measured and predicted speedup");
   cmd->callback([o, set_runner] { set_runner([o] { return run_bench_spec(*o); }); });

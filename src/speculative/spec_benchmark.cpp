@@ -65,29 +65,48 @@ SpeculativeTiming time_speculative_decode(Model& target, Proposer& proposer, int
   return timing;
 }
 
-double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
-                               int n_threads) {
+VerificationCost verification_cost(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
+                                   int n_threads, StepProfile* one_token_profile, StepProfile* n_token_profile) {
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   SequenceRunner runner(model, n_prompt + n_tokens, n_threads);
   runner.feed(prompt);
   const std::vector<int32_t> batch(static_cast<size_t>(n_tokens), prompt.back());
   // Each round times a one-token pass and an n-token pass back to back and keeps their ratio; the
-  // result is the median ratio. On a shared host a neighbour's burst can last for several passes:
-  // the medians of the two kinds of pass taken apart once put TinyLlama Q4_0's 5-token pass at 0.44
-  // one-token steps (bench spec, 5 rounds), between runs that gave 1.53 and 1.20.
-  std::vector<double> ratios;
+  // ratio reported is the median ratio. On a shared host a neighbour's burst can last for several
+  // passes: the medians of the two kinds of pass taken apart once put TinyLlama Q4_0's 5-token pass
+  // at 0.44 one-token steps (bench spec, 5 rounds), between runs that gave 1.53 and 1.20. A
+  // neighbour's memory traffic also slows the memory-bound one-token pass more than the
+  // compute-bound n-token one, which lowers the ratio: the fastest pass of each kind (min_ratio) is
+  // the figure for a quiet machine.
+  std::vector<double> ratios, one_ms, n_ms;
   for (int r = 0; r < repetitions + 1; ++r) {  // the first round warms up
+    const bool timed = r > 0;
     auto start = Clock::now();
-    runner.feed(std::span<const int32_t>(batch).first(1), true);
+    {
+      const ScopedProfile profiling(model, timed ? one_token_profile : nullptr);
+      runner.feed(std::span<const int32_t>(batch).first(1), true);
+    }
     const double t1 = seconds_since(start);
     runner.truncate(n_prompt);
     start = Clock::now();
-    runner.feed(batch, true);
+    {
+      const ScopedProfile profiling(model, timed ? n_token_profile : nullptr);
+      runner.feed(batch, true);
+    }
     const double tn = seconds_since(start);
     runner.truncate(n_prompt);
-    if (r > 0) ratios.push_back(tn / std::max(t1, 1e-12));
+    if (!timed) continue;
+    ratios.push_back(tn / std::max(t1, 1e-12));
+    one_ms.push_back(1e3 * t1);
+    n_ms.push_back(1e3 * tn);
   }
-  return median(ratios);
+  VerificationCost cost;
+  cost.ratio = median(ratios);
+  cost.one_token_ms = median(one_ms);
+  cost.n_token_ms = median(n_ms);
+  cost.one_token_min_ms = *std::min_element(one_ms.begin(), one_ms.end());
+  cost.n_token_min_ms = *std::min_element(n_ms.begin(), n_ms.end());
+  return cost;
 }
 
 }  // namespace nucleus

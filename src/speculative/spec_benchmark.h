@@ -37,10 +37,22 @@ SpeculativeTiming time_speculative_decode(Model& target, Proposer& proposer, int
                                           const std::vector<int32_t>& prompt, int64_t n_tokens,
                                           const SamplingParams& params, int n_threads);
 
-// Seconds of one forward pass over n_tokens new tokens after a cached prompt against a one-token
-// pass at the same position, timed back to back: the median over `repetitions` rounds of
-// verification cost / decode-step cost (n_tokens = γ + 1).
-double verification_cost_ratio(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
-                               int n_threads);
+// A forward pass over n_tokens new tokens after a cached prompt against a one-token pass at the same
+// position, timed back to back in each round (n_tokens = γ + 1, logits for every token as a
+// verification pass needs them).
+struct VerificationCost {
+  double ratio = 0.0;            // median over the rounds of (n-token pass / one-token pass)
+  double one_token_ms = 0.0;     // medians of the two kinds of pass
+  double n_token_ms = 0.0;
+  double one_token_min_ms = 0.0;  // the fastest of each kind: the least disturbed on a shared host
+  double n_token_min_ms = 0.0;
+  double min_ratio() const { return one_token_min_ms > 0 ? n_token_min_ms / one_token_min_ms : 0.0; }
+};
+
+// `repetitions` rounds after one warm-up round. With profiles given, each kind of pass is profiled
+// (Model::set_profile) over all its timed rounds.
+VerificationCost verification_cost(Model& model, const std::vector<int32_t>& prompt, int32_t n_tokens, int repetitions,
+                                   int n_threads, StepProfile* one_token_profile = nullptr,
+                                   StepProfile* n_token_profile = nullptr);
 
 }  // namespace nucleus
