@@ -10,6 +10,7 @@
 #include "core/fp16.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_dot.h"
 #include "kernels/packed_rows.h"
 #include "kernels/quantize.h"
 #include "test_helpers.h"
@@ -63,19 +64,27 @@ class PackedKernels : public testing::TestWithParam<Isa> {
 };
 
 TEST_P(PackedKernels, EqualTheScalarRowMajorDotBitForBit) {
-  const DotKernels& table = dot_kernels_for(GetParam());
+  // AVX-512 has two Q8_0 kernels (packed_dot.h), one chosen by the CPU: both are checked here.
+  std::vector<DotKernels> tables = {dot_kernels_for(GetParam())};
+  if (GetParam() == Isa::Avx512) {
+    EXPECT_EQ(tables[0].packed_q8_0 == packed_q8_0_avx512_split, cpu_splits_512bit_ops());
+    tables.push_back(tables[0]);
+    tables[1].packed_q8_0 = tables[0].packed_q8_0 == packed_q8_0_avx512 ? packed_q8_0_avx512_split : packed_q8_0_avx512;
+  }
   int compared = 0;
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
-    for (int64_t m : {1, 16, 37}) {
-      for (int64_t k : {32, 64, 96, 288, 2048}) {  // odd and even block counts (blocks are stored in pairs)
-        StoredMatrix unpacked = random_matrix(type, m, k, static_cast<uint32_t>(m * 1000 + k));
-        WeightMatrix packed = unpacked.w;
-        pack_weights(packed, 2);
-        ASSERT_TRUE(packed.packed);
-        for (int64_t n_tokens = 1; n_tokens <= 33; ++n_tokens) {  // every tile of 8 and split of Q8_0's pairs
-          auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
-          compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens, ggml_type_name(type));
-          if (HasFailure()) return;
+  for (const DotKernels& table : tables) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+      for (int64_t m : {1, 16, 37}) {
+        for (int64_t k : {32, 64, 96, 288, 2048}) {  // odd and even block counts (blocks are stored in pairs)
+          StoredMatrix unpacked = random_matrix(type, m, k, static_cast<uint32_t>(m * 1000 + k));
+          WeightMatrix packed = unpacked.w;
+          pack_weights(packed, 2);
+          ASSERT_TRUE(packed.packed);
+          for (int64_t n_tokens = 1; n_tokens <= 33; ++n_tokens) {  // every tile of 8 and split of Q8_0's pairs
+            auto x = test::normal_values(static_cast<size_t>(n_tokens * k), static_cast<uint32_t>(n_tokens + 7 * k));
+            compared += expect_scalar_bits(table, unpacked.w, packed, x, n_tokens, ggml_type_name(type));
+            if (HasFailure()) return;
+          }
         }
       }
     }

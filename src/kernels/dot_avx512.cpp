@@ -5,6 +5,7 @@
 #define NUCLEUS_ISA_ID Isa::Avx512
 #define NUCLEUS_PACKED_Q4_0 packed_q4_0_avx512
 #define NUCLEUS_PACKED_Q8_0 packed_q8_0_avx512
+#define NUCLEUS_PACKED_Q8_0_SPLIT packed_q8_0_avx512_split  // where cpu_splits_512bit_ops()
 #define NUCLEUS_TILE_F16 tile_f16_f32_avx512
 #define NUCLEUS_PACKED_F16 packed_f16_f32_avx512
 #define NUCLEUS_KQUANT_VNNI512 1

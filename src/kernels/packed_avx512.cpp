@@ -1,6 +1,9 @@
 // Packed row-group kernels with AVX-512 VNNI: 16 rows per 512-bit register, one VPDPBUSD per
 // 4 columns × 16 rows × 1 token (unsigned weights × signed activations, exact int32 sums).
+#include <cpuid.h>
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/packed_dot.h"
 #include "kernels/packed_lanes_avx512.h"
@@ -117,12 +120,44 @@ NUCLEUS_AVX512 inline __m512i dword_everywhere(__m512i v, int j) {
 // loads at most two registers a cycle, broadcasts included, so the activations come from two
 // 16-byte broadcasts per block and a VPSHUFD per chunk: kernels_bench gemm_l2/Q8_0/avx512/5, one
 // core, 116-121 -> 131-137 G multiply-adds/s (alternating binaries, two rounds).
-template <int N, bool kFirstPass>
+//
+// Where 512-bit operations run as two 256-bit halves (Zen 4), a VPSHUFD competes with VPDPBUSD and
+// VFMADD for the multiplier pipes (a VPDPBUSD + VPSHUFD pair takes 1.55 cycles there, against 1.0
+// with the 4 bytes as a broadcast load, which the load unit does alone), and loads are not the
+// limit: kActivationLoads takes each chunk's 4 activation bytes as a broadcast load and each
+// weight register where it is used (loading all 8 first kept half of the accumulators on the
+// stack). Zen 4, alternating binaries, three rounds each: kernels_bench gemm_l2/Q8_0/avx512/5, one
+// core, 65-76 -> 79-85 G multiply-adds/s; /8 74-77 -> 83-86; stream/Q8_0/avx512/1/5 13.3-14.6 ->
+// 14.2-15.8 GB/s (two threads, /2/5, within the noise); TinyLlama Q8_0's 5-token verification pass
+// (`bench spec ... -t 2`) 40.0-42.8 -> 40.0-40.7 ms. The integers and float steps are the same, so
+// are the bits.
+template <int N, bool kFirstPass, bool kActivationLoads>
 NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, float* out) {
   const int64_t nb = x.n_blocks;
   __m512 acc[N][8];
   for (int t = 0; t < N; ++t)
     for (int c = 0; c < 8; ++c) acc[t][c] = _mm512_setzero_ps();
+  if constexpr (kActivationLoads) {
+    for_each_block<false, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+      __m512 d[N];
+      const int8_t* xq[N];
+      const int32_t* chunk_bias[N];
+      for (int t = 0; t < N; ++t) {
+        const int64_t i = (t0 + t) * nb + b;
+        xq[t] = x.blocks[i].qs;
+        chunk_bias[t] = x.chunk_bias + 8 * i;
+        d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
+      }
+      for (int c = 0; c < 8; ++c) {
+        const __m512i wq = _mm512_load_si512(qs + 64 * c);
+        for (int t = 0; t < N; ++t) {
+          const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[t][c]), wq, broadcast4(xq[t] + 4 * c));
+          acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d[t], acc[t][c]);
+        }
+      }
+    });
+  } else {
   for_each_block<false, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
     __m512i wq[8];
     load_block<false>(qs, wq);
@@ -141,6 +176,7 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
       }
     }
   });
+  }
   for (int t = 0; t < N; ++t) {
     const __m512 a0 = _mm512_add_ps(acc[t][0], acc[t][4]), a1 = _mm512_add_ps(acc[t][1], acc[t][5]);
     const __m512 a2 = _mm512_add_ps(acc[t][2], acc[t][6]), a3 = _mm512_add_ps(acc[t][3], acc[t][7]);
@@ -148,11 +184,15 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
   }
 }
 
+template <bool kActivationLoads>
 void q8_0_lanes_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
-  if (n >= 2 && t0 == 0) q8_0_lanes_tokens<2, true>(w, g, x, t0, out), n -= 2, t0 += 2, out += 2 * kPackRows;
-  for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2, false>(w, g, x, t0, out);
-  if (n == 1 && t0 == 0) q8_0_lanes_tokens<1, true>(w, g, x, t0, out);
-  else if (n == 1) q8_0_lanes_tokens<1, false>(w, g, x, t0, out);
+  if (n >= 2 && t0 == 0) q8_0_lanes_tokens<2, true, kActivationLoads>(w, g, x, t0, out), n -= 2, t0 += 2, out += 2 * kPackRows;
+  for (; n >= 2; n -= 2, t0 += 2, out += 2 * kPackRows) q8_0_lanes_tokens<2, false, kActivationLoads>(w, g, x, t0, out);
+  // A lone token keeps the shuffles: it streams from DRAM, and there the split form measured slower
+  // (stream/Q8_0/avx512/1/1, Zen 4: 18.8-21.8 against 21.0-22.8 GB/s; TinyLlama Q8_0's one-token
+  // step 30-33 against 26 ms).
+  if (n == 1 && t0 == 0) q8_0_lanes_tokens<1, true, false>(w, g, x, t0, out);
+  else if (n == 1) q8_0_lanes_tokens<1, false, false>(w, g, x, t0, out);
 }
 
 template <bool kQ4, bool kFirstPass>
@@ -177,11 +217,26 @@ void group_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, in
 
 }  // namespace
 
+// AMD family 19h with AVX-512 is Zen 4, whose 512-bit operations run as two 256-bit halves (Zen 3,
+// the family's other members, has no AVX-512; Zen 5 is family 1Ah, with full-width pipes).
+bool cpu_splits_512bit_ops() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4), std::memcpy(vendor + 4, &edx, 4), std::memcpy(vendor + 8, &ecx, 4);
+  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned family = ((eax >> 8) & 0xF) + ((eax >> 8 & 0xF) == 0xF ? (eax >> 20) & 0xFF : 0);
+  return family == 0x19 && __builtin_cpu_supports("avx512f");
+}
+
 void packed_q4_0_avx512(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
   group_kernel<true>(w, g, x, t0, n, out);
 }
 void packed_q8_0_avx512(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
-  q8_0_lanes_kernel(w, g, x, t0, n, out);
+  q8_0_lanes_kernel<false>(w, g, x, t0, n, out);
+}
+void packed_q8_0_avx512_split(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
+  q8_0_lanes_kernel<true>(w, g, x, t0, n, out);
 }
 
 }  // namespace nucleus

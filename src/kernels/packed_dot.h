@@ -34,5 +34,9 @@ void packed_q4_0_avx2(const PackedRows&, int64_t, const PackedActivations&, int6
 void packed_q8_0_avx2(const PackedRows&, int64_t, const PackedActivations&, int64_t, int, float*);
 void packed_q4_0_avx512(const PackedRows&, int64_t, const PackedActivations&, int64_t, int, float*);
 void packed_q8_0_avx512(const PackedRows&, int64_t, const PackedActivations&, int64_t, int, float*);
+// The same bits, for CPUs that run 512-bit operations as two 256-bit halves (Zen 4: the table picks
+// it where cpu_splits_512bit_ops()): activations as broadcast loads instead of shuffles.
+void packed_q8_0_avx512_split(const PackedRows&, int64_t, const PackedActivations&, int64_t, int, float*);
+bool cpu_splits_512bit_ops();
 
 }  // namespace nucleus
