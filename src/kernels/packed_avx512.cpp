@@ -158,24 +158,24 @@ NUCLEUS_AVX512 void q8_0_lanes_tokens(const PackedRows& w, int64_t g, const Pack
       }
     });
   } else {
-  for_each_block<false, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
-    __m512i wq[8];
-    load_block<false>(qs, wq);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
-    for (int t = 0; t < N; ++t) {
-      const int64_t i = (t0 + t) * nb + b;
-      const int8_t* xq = x.blocks[i].qs;
-      const int32_t* chunk_bias = x.chunk_bias + 8 * i;
-      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
-      const __m512i x16[2] = {_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq))),
-                              _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + 16)))};
-      for (int c = 0; c < 8; ++c) {
-        // Starting from −128·Σx removes the +128 offset of the unsigned weights exactly.
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[c]), wq[c], dword_everywhere(x16[c / 4], c % 4));
-        acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t][c]);
+    for_each_block<false, pass_prefetches(N, kFirstPass)>(w.group(g), nb, pass_ahead_bytes(kFirstPass, w), [&](int64_t b, const uint8_t* qs, const uint16_t* scales) NUCLEUS_AVX512 {
+      __m512i wq[8];
+      load_block<false>(qs, wq);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+      for (int t = 0; t < N; ++t) {
+        const int64_t i = (t0 + t) * nb + b;
+        const int8_t* xq = x.blocks[i].qs;
+        const int32_t* chunk_bias = x.chunk_bias + 8 * i;
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.scale[i]));
+        const __m512i x16[2] = {_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq))),
+                                _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + 16)))};
+        for (int c = 0; c < 8; ++c) {
+          // Starting from −128·Σx removes the +128 offset of the unsigned weights exactly.
+          const __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(chunk_bias[c]), wq[c], dword_everywhere(x16[c / 4], c % 4));
+          acc[t][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t][c]);
+        }
       }
-    }
-  });
+    });
   }
   for (int t = 0; t < N; ++t) {
     const __m512 a0 = _mm512_add_ps(acc[t][0], acc[t][4]), a1 = _mm512_add_ps(acc[t][1], acc[t][5]);

@@ -101,6 +101,7 @@ VerificationCost verification_cost(Model& model, const std::vector<int32_t>& pro
     n_ms.push_back(1e3 * tn);
   }
   VerificationCost cost;
+  if (ratios.empty()) return cost;  // no timed round
   cost.ratio = median(ratios);
   cost.one_token_ms = median(one_ms);
   cost.n_token_ms = median(n_ms);
