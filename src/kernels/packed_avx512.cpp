@@ -1,9 +1,6 @@
 // Packed row-group kernels with AVX-512 VNNI: 16 rows per 512-bit register, one VPDPBUSD per
 // 4 columns × 16 rows × 1 token (unsigned weights × signed activations, exact int32 sums).
-#include <cpuid.h>
 #include <immintrin.h>
-
-#include <cstring>
 
 #include "kernels/packed_dot.h"
 #include "kernels/packed_lanes_avx512.h"
@@ -219,15 +216,7 @@ void group_kernel(const PackedRows& w, int64_t g, const PackedActivations& x, in
 
 // AMD family 19h with AVX-512 is Zen 4, whose 512-bit operations run as two 256-bit halves (Zen 3,
 // the family's other members, has no AVX-512; Zen 5 is family 1Ah, with full-width pipes).
-bool cpu_splits_512bit_ops() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
-  char vendor[13] = {};
-  std::memcpy(vendor, &ebx, 4), std::memcpy(vendor + 4, &edx, 4), std::memcpy(vendor + 8, &ecx, 4);
-  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  const unsigned family = ((eax >> 8) & 0xF) + ((eax >> 8 & 0xF) == 0xF ? (eax >> 20) & 0xFF : 0);
-  return family == 0x19 && __builtin_cpu_supports("avx512f");
-}
+bool cpu_splits_512bit_ops() { return __builtin_cpu_is("amdfam19h") && __builtin_cpu_supports("avx512f"); }
 
 void packed_q4_0_avx512(const PackedRows& w, int64_t g, const PackedActivations& x, int64_t t0, int n, float* out) {
   group_kernel<true>(w, g, x, t0, n, out);
