@@ -1,4 +1,5 @@
-// core/worker_pool.h: every task runs exactly once, on the thread the schedule says, its writes seen by
+// core/worker_pool.h: every task runs exactly once, on the thread the schedule says (Stealing: a slow
+// thread's last tasks go to the others), its writes seen by
 // the caller when run() returns — across many back-to-back loops (the spinning hand-off) and after the
 // workers have gone to sleep (the futex hand-off); parallel_for's choice between the pool and the
 // calling thread. Built into the TSan tests too.
@@ -39,6 +40,47 @@ TEST(WorkerPool, RunsEveryTaskOnceOnItsScheduledThread) {
       }
     }
   }
+}
+
+TEST(WorkerPool, StealingRunsEveryTaskOnceAndTakesASlowThreadsLastTasks) {
+  for (int n_threads : {1, 2, 3, 4}) {
+    WorkerPool pool(n_threads);
+    for (int64_t n_tasks : {0, 1, 2, 3, 7, 1000}) {
+      std::vector<int> runs(static_cast<size_t>(n_tasks), 0), thread_of(static_cast<size_t>(n_tasks), -1);
+      pool.run(n_tasks, Schedule::Stealing, [&](int64_t task, int thread) {
+        ++runs[static_cast<size_t>(task)];
+        thread_of[static_cast<size_t>(task)] = thread;
+      });
+      for (int64_t t = 0; t < n_tasks; ++t) {
+        ASSERT_EQ(runs[static_cast<size_t>(t)], 1) << n_threads << " threads, task " << t << " of " << n_tasks;
+        ASSERT_GE(thread_of[static_cast<size_t>(t)], 0);
+        ASSERT_LT(thread_of[static_cast<size_t>(t)], n_threads);
+      }
+    }
+  }
+  // Thread 1's tasks take 2 ms each on thread 1 and nothing elsewhere: thread 0 finishes its half,
+  // then takes thread 1's from the back, so thread 1 runs a prefix of its share, in order, and
+  // thread 0 the rest (its own share in order first).
+  WorkerPool pool(2);
+  constexpr int64_t kTasks = 16;
+  std::vector<int> thread_of(kTasks, -1);
+  std::vector<int64_t> order[2];
+  pool.run(kTasks, Schedule::Stealing, [&](int64_t task, int thread) {
+    thread_of[static_cast<size_t>(task)] = thread;
+    order[thread].push_back(task);
+    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  for (int64_t t = 0; t < kTasks / 2; ++t) EXPECT_EQ(thread_of[static_cast<size_t>(t)], 0) << "task " << t;
+  int64_t stolen = 0;
+  for (int64_t t = kTasks / 2; t < kTasks; ++t) {
+    if (thread_of[static_cast<size_t>(t)] == 0) ++stolen;
+    else EXPECT_EQ(stolen, 0) << "thread 1 ran task " << t << " after thread 0 had taken an earlier one of its share";
+  }
+  EXPECT_GE(stolen, kTasks / 4) << "thread 0 idled while thread 1 slept through its share";
+  ASSERT_EQ(order[0].size(), static_cast<size_t>(kTasks / 2 + stolen));
+  for (int64_t i = 0; i < kTasks / 2; ++i) EXPECT_EQ(order[0][static_cast<size_t>(i)], i);
+  for (int64_t i = 0; i < stolen; ++i)  // the stolen ones from the back
+    EXPECT_EQ(order[0][static_cast<size_t>(kTasks / 2 + i)], kTasks - 1 - i);
 }
 
 TEST(WorkerPool, ManyShortLoopsBackToBack) {

@@ -24,7 +24,7 @@ constexpr std::chrono::microseconds kSpin{50};
 
 }  // namespace
 
-WorkerPool::WorkerPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+WorkerPool::WorkerPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads), remaining_(static_cast<size_t>(n_threads_)) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { work(t); });
 }
@@ -36,8 +36,34 @@ WorkerPool::~WorkerPool() {
   for (std::thread& w : workers_) w.join();
 }
 
+void WorkerPool::run_stealing(const Loop& loop, int thread) {
+  constexpr uint64_t kLow = 0xffffffffu;
+  // Its own share from the front.
+  std::atomic<uint64_t>& own = remaining_[static_cast<size_t>(thread)].range;
+  for (uint64_t range = own.load(std::memory_order_relaxed);;) {
+    const uint64_t next = range & kLow, end = range >> 32;
+    if (next >= end) break;
+    if (!own.compare_exchange_weak(range, (next + 1) | (end << 32), std::memory_order_relaxed)) continue;
+    loop.call(loop.context, static_cast<int64_t>(next), thread);
+    range = own.load(std::memory_order_relaxed);
+  }
+  // Then the others' last tasks, one at a time. (The tasks' data was published with the loop; a
+  // task index is claimed exactly once, by whichever compare-and-swap moved past it.)
+  for (int k = 1; k < n_threads_; ++k) {
+    std::atomic<uint64_t>& other = remaining_[static_cast<size_t>((thread + k) % n_threads_)].range;
+    for (uint64_t range = other.load(std::memory_order_relaxed);;) {
+      const uint64_t next = range & kLow, end = range >> 32;
+      if (next >= end) break;
+      if (!other.compare_exchange_weak(range, next | ((end - 1) << 32), std::memory_order_relaxed)) continue;
+      loop.call(loop.context, static_cast<int64_t>(end - 1), thread);
+      range = other.load(std::memory_order_relaxed);
+    }
+  }
+}
+
 void WorkerPool::run_share(const Loop& loop, int thread) {
-  if (loop.dynamic) {
+  if (loop.schedule == Schedule::Stealing) return run_stealing(loop, thread);
+  if (loop.schedule == Schedule::Dynamic) {
     for (int64_t task; (task = next_task_.fetch_add(1, std::memory_order_relaxed)) < loop.n_tasks;)
       loop.call(loop.context, task, thread);
     return;
@@ -52,13 +78,21 @@ void WorkerPool::run_loop(const Loop& loop) {
     return;
   }
   loop_ = loop;
+  // Stealing packs task indices into 32 bits; a loop of more tasks (none so far) goes dynamic.
+  if (loop_.schedule == Schedule::Stealing && loop_.n_tasks > 0xffffffffLL) loop_.schedule = Schedule::Dynamic;
+  if (loop_.schedule == Schedule::Stealing)
+    for (int t = 0; t < n_threads_; ++t) {
+      const uint64_t begin = static_cast<uint64_t>(loop_.n_tasks * t / n_threads_);
+      const uint64_t end = static_cast<uint64_t>(loop_.n_tasks * (t + 1) / n_threads_);
+      remaining_[static_cast<size_t>(t)].range.store(begin | (end << 32), std::memory_order_relaxed);
+    }
   next_task_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);  // publishes loop_, next_task_, finished_
+  generation_.fetch_add(1, std::memory_order_release);  // publishes loop_, remaining_, next_task_, finished_
   generation_.notify_all();
   std::exception_ptr error;
   try {
-    run_share(loop, 0);
+    run_share(loop_, 0);
   } catch (...) {
     error = std::current_exception();
   }

@@ -179,11 +179,11 @@ bool copy_to_weight_memory(WeightMatrix& w, WeightArena* arena) {
 
 namespace {
 
-// body(task, thread) for tasks [0, n_tasks), on scratch's pool of n_threads when `parallel` (dynamic
-// hands out one task at a time, static gives each thread one contiguous share). While profiling,
-// each thread's time inside its tasks is added to scratch.busy_seconds.
+// body(task, thread) for tasks [0, n_tasks), on scratch's pool of n_threads when `parallel`, spread
+// as `schedule` says (core/worker_pool.h). While profiling, each thread's time inside its tasks is
+// added to scratch.busy_seconds.
 template <class Body>
-void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, MatmulScratch& scratch, Body&& body) {
+void run_tasks(int64_t n_tasks, bool parallel, int n_threads, Schedule schedule, MatmulScratch& scratch, Body&& body) {
   std::vector<double>* busy = scratch.profile ? &scratch.busy_seconds : nullptr;
   auto task = [&](int64_t t, int thread) {
     if (!busy) return body(t, thread);
@@ -191,7 +191,27 @@ void run_tasks(int64_t n_tasks, bool parallel, int n_threads, bool dynamic, Matm
     body(t, thread);
     (*busy)[static_cast<size_t>(thread)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  parallel_for(parallel ? &worker_pool(scratch, n_threads) : nullptr, parallel, n_tasks, dynamic, task);
+  parallel_for(parallel ? &worker_pool(scratch, n_threads) : nullptr, parallel, n_tasks, schedule, task);
+}
+
+// Row groups per task of a Stealing loop over n_groups: about kStealTasksPerThread tasks per
+// thread, so a slowed thread's last tasks are small enough to share and the tasks few enough that
+// claiming them (and timing them, while profiling) costs nothing measurable.
+constexpr int64_t kStealTasksPerThread = 16;
+int64_t groups_per_steal_task(int64_t n_groups, int n_threads) {
+  return std::max<int64_t>(1, n_groups / (kStealTasksPerThread * std::max(1, n_threads)));
+}
+
+// for_each(g) for the groups [0, n_groups) in tasks of consecutive groups, Stealing: each thread runs
+// its contiguous share forward (the weights one stream, as the kernels' prefetches expect) and
+// then helps with the others' last tasks.
+template <class ForEachGroup>
+void run_group_tasks(int64_t n_groups, bool parallel, int n_threads, MatmulScratch& scratch, ForEachGroup&& for_each) {
+  const int64_t per_task = parallel ? groups_per_steal_task(n_groups, n_threads) : n_groups;
+  const int64_t n_tasks = (n_groups + per_task - 1) / per_task;
+  run_tasks(n_tasks, parallel, n_threads, Schedule::Stealing, scratch, [&](int64_t task, int) {
+    for (int64_t g = task * per_task; g < std::min(n_groups, (task + 1) * per_task); ++g) for_each(g);
+  });
 }
 
 constexpr int64_t kRowTile = 64;  // rows per task: a tile of weights stays in L2 while tokens stream past
@@ -336,7 +356,7 @@ void matmul_kquant_tiles(const KQuantTileKernels& kernels, const WeightMatrix& w
       }
     }
   };
-  run_tasks(n_tiles, parallel, n_threads, /*dynamic=*/true, scratch, run_tile);
+  run_tasks(n_tiles, parallel, n_threads, Schedule::Dynamic, scratch, run_tile);
 }
 
 // Packed weights: each task is one group of 16 rows, which runs the tokens through in tiles of
@@ -358,12 +378,8 @@ void packed_group_all_tokens(const PackedRows& p, int64_t g, int64_t n_tokens, f
 template <class GroupKernel>
 void matmul_packed_groups(const PackedRows& p, int64_t n_tokens, float* y, bool parallel, int n_threads,
                           MatmulScratch& scratch, GroupKernel&& kernel) {
-  // One contiguous share of the groups per thread (as the one-token row-major path does).
-  const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
-  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
-    for (int64_t g = p.n_groups * share / n_shares; g < p.n_groups * (share + 1) / n_shares; ++g)
-      packed_group_all_tokens(p, g, n_tokens, y, kernel);
-  });
+  run_group_tasks(p.n_groups, parallel, n_threads, scratch,
+                  [&](int64_t g) { packed_group_all_tokens(p, g, n_tokens, y, kernel); });
 }
 
 void matmul_packed(PackedGroupKernel kernel, const PackedRows& p, const MatmulActivations& a, int64_t n_tokens, float* y,
@@ -404,7 +420,7 @@ void packed_half_group(Kernel kernel, const PackedRows& p, int64_t g, const Acti
     for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
 }
 
-// One token: one contiguous share of the groups per thread; more: tasks of kF16RowTile rows handed
+// One token: run_group_tasks (a contiguous share per thread, then stealing); more: tasks of kF16RowTile rows handed
 // out dynamically, each running its groups past token groups of near-equal size (≤ 6 tokens, the
 // tile's), as the row-major F16 path does.
 template <typename Activation, typename Kernel>
@@ -414,17 +430,14 @@ void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x,
     for (int64_t g = g_begin; g < g_end; ++g) packed_half_group(kernel, p, g, x, t0, n, y);
   };
   if (n_tokens == 1) {
-    const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, p.n_groups) : 1;
-    run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
-      run_groups(p.n_groups * share / n_shares, p.n_groups * (share + 1) / n_shares, 0, 1);
-    });
+    run_group_tasks(p.n_groups, parallel, n_threads, scratch, [&](int64_t g) { run_groups(g, g + 1, 0, 1); });
     return;
   }
   constexpr int64_t kGroupsPerTask = kF16RowTile / kPackedHalfRows;
   const int64_t n_tasks = (p.n_groups + kGroupsPerTask - 1) / kGroupsPerTask;
   const int64_t n_token_groups = (n_tokens + kPackedHalfMaxTokens - 1) / kPackedHalfMaxTokens;
   const int64_t group_size = (n_tokens + n_token_groups - 1) / n_token_groups;
-  run_tasks(n_tasks, parallel, n_threads, /*dynamic=*/true, scratch, [&](int64_t task, int) {
+  run_tasks(n_tasks, parallel, n_threads, Schedule::Dynamic, scratch, [&](int64_t task, int) {
     const int64_t g_begin = task * kGroupsPerTask, g_end = std::min(p.n_groups, g_begin + kGroupsPerTask);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size)
       run_groups(g_begin, g_end, t0, static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0)));
@@ -469,7 +482,7 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
     // One contiguous share of the rows per thread (not even a team of one when not parallel:
     // entering OpenMP costs microseconds per call).
     const int n_shares = parallel ? n_threads : 1;
-    run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+    run_tasks(n_shares, parallel, n_threads, Schedule::Static, scratch, [&](int64_t share, int) {
       const int64_t r_begin = m * share / n_shares, r_end = m * (share + 1) / n_shares;
       // The F16 and BF16 tiles (where the table has them) for one token too: a lone F16 row's dot is two
       // dependent accumulator chains (latency-bound); a tile runs its rows' chains side by side, same order per row.
@@ -507,7 +520,7 @@ void matmul_with(const DotKernels& kernels, const WeightMatrix& w, const float* 
       }
     }
   };
-  run_tasks(n_tiles, parallel, n_threads, /*dynamic=*/true, scratch, run_tile);
+  run_tasks(n_tiles, parallel, n_threads, Schedule::Dynamic, scratch, run_tile);
 }
 
 }  // namespace
@@ -558,8 +571,8 @@ JointPass joint_pass(const DotKernels& kernels, std::span<const WeightMatrix* co
 }
 
 // The joint pass: activations prepared once, then the row groups of all matrices, in order, as one
-// list cut into one contiguous share per thread (one parallel region instead of one per matrix,
-// and the small matrices no longer each split in two).
+// list run by run_group_tasks (one parallel region instead of one per matrix, and the small
+// matrices no longer each split in two).
 void matmul_joint(const DotKernels& kernels, JointPass pass, std::span<const WeightMatrix* const> ws, const float* x,
                   int64_t n_tokens, std::span<float* const> ys, int n_threads, bool parallel, MatmulScratch& scratch) {
   const WeightMatrix& w0 = *ws[0];
@@ -587,13 +600,10 @@ void matmul_joint(const DotKernels& kernels, JointPass pass, std::span<const Wei
   std::array<int64_t, kMaxJointMatrices + 1> first{};  // first[i]: matrix i's first group in the joint list
   for (size_t i = 0; i < ws.size(); ++i) first[i + 1] = first[i] + ws[i]->packed->n_groups;
   const int64_t n_groups = first[ws.size()];
-  const int64_t n_shares = parallel ? std::min<int64_t>(n_threads, n_groups) : 1;
-  run_tasks(n_shares, parallel, n_threads, /*dynamic=*/false, scratch, [&](int64_t share, int) {
+  run_group_tasks(n_groups, parallel, n_threads, scratch, [&](int64_t j) {
     size_t i = 0;
-    for (int64_t j = n_groups * share / n_shares; j < n_groups * (share + 1) / n_shares; ++j) {
-      while (j >= first[i + 1]) ++i;
-      run_group(i, j - first[i]);
-    }
+    while (j >= first[i + 1]) ++i;
+    run_group(i, j - first[i]);
   });
 }
 
