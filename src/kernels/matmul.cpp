@@ -420,9 +420,11 @@ void packed_half_group(Kernel kernel, const PackedRows& p, int64_t g, const Acti
     for (int j = 0; j < n; ++j) y[(t0 + j) * m + r0 + i] = out[i * kDotTokens + j];
 }
 
-// One token: run_group_tasks (a contiguous share per thread, then stealing); more: tasks of kF16RowTile rows handed
-// out dynamically, each running its groups past token groups of near-equal size (≤ 6 tokens, the
-// tile's), as the row-major F16 path does.
+// One token: run_group_tasks (a contiguous share per thread, then stealing); more: tasks of
+// kF16RowTile rows, each running its groups past token groups of near-equal size (≤ 6 tokens, the
+// tile's), as the row-major F16 path does — Stealing too, rather than one counter both threads
+// take from alternately: kernels_bench stream/F16/avx512/2/5, Zen 4, four rounds alternating,
+// median 51.0 -> 49.7 ms, BF16 58.5 -> 54.7; TinyLlama F16's 5-token pass 66.3-70.8 -> 64.4-65.1 ms.
 template <typename Activation, typename Kernel>
 void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x, int64_t n_tokens, float* y,
                         bool parallel, int n_threads, MatmulScratch& scratch) {
@@ -437,7 +439,7 @@ void matmul_packed_half(Kernel kernel, const PackedRows& p, const Activation* x,
   const int64_t n_tasks = (p.n_groups + kGroupsPerTask - 1) / kGroupsPerTask;
   const int64_t n_token_groups = (n_tokens + kPackedHalfMaxTokens - 1) / kPackedHalfMaxTokens;
   const int64_t group_size = (n_tokens + n_token_groups - 1) / n_token_groups;
-  run_tasks(n_tasks, parallel, n_threads, Schedule::Dynamic, scratch, [&](int64_t task, int) {
+  run_tasks(n_tasks, parallel, n_threads, Schedule::Stealing, scratch, [&](int64_t task, int) {
     const int64_t g_begin = task * kGroupsPerTask, g_end = std::min(p.n_groups, g_begin + kGroupsPerTask);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += group_size)
       run_groups(g_begin, g_end, t0, static_cast<int>(std::min<int64_t>(group_size, n_tokens - t0)));
