@@ -83,6 +83,7 @@ int run_bench_batch(const BatchBenchOptions& o) {
     std::fflush(stdout);
   }
   const int64_t knee = find_knee(points);  // the smallest batch reaching 90% of the best generation throughput
+  const int64_t linear_limit = find_linear_limit(points);  // the last batch still ≥ 80% per-sequence efficient
   if (o.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (size_t i = 0; i < points.size(); ++i) {
@@ -90,6 +91,7 @@ int run_bench_batch(const BatchBenchOptions& o) {
       nlohmann::json row = {{"batch", p.batch}, {"gen_tok_s", p.gen_tok_s}, {"total_tok_s", p.total_tok_s},
                             {"ttft_ms", p.ttft_ms}, {"tpot_ms", p.tpot_ms}, {"seconds", p.seconds},
                             {"n_prompt", o.prompt}, {"n_gen", o.gen}, {"n_threads", n_threads}, {"knee", p.batch == knee},
+                            {"linear_limit", p.batch == linear_limit},
                             {"decode_steps", p.decode_steps}, {"decode_seconds", p.decode_seconds},
                             {"decode_flops", p.decode_flops}, {"decode_bytes", p.decode_bytes},
                             {"gflop_per_s", gflop_per_s(p)}, {"gb_per_s", gb_per_s(p)},
@@ -102,6 +104,8 @@ int run_bench_batch(const BatchBenchOptions& o) {
     std::printf("%s\n", arr.dump(2).c_str());
   } else {
     std::printf("knee: batch %lld (smallest reaching 90%% of the best generation throughput)\n", static_cast<long long>(knee));
+    std::printf("linear up to: batch %lld (each sequence still at >= 80%% of batch %lld's per-sequence rate)\n",
+                static_cast<long long>(linear_limit), static_cast<long long>(points.empty() ? 0 : points.front().batch));
   }
   if (!o.svg_path.empty()) {
     std::vector<SvgSeries> series(2);

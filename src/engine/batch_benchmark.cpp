@@ -89,4 +89,15 @@ int64_t find_knee(const std::vector<BatchPoint>& points) {
   return points.empty() ? 0 : points.back().batch;
 }
 
+int64_t find_linear_limit(const std::vector<BatchPoint>& points, double efficiency) {
+  if (points.empty()) return 0;
+  const double first_rate = points.front().gen_tok_s / static_cast<double>(points.front().batch);
+  int64_t limit = points.front().batch;
+  for (const BatchPoint& p : points) {
+    if (p.gen_tok_s / static_cast<double>(p.batch) < efficiency * first_rate) break;
+    limit = p.batch;
+  }
+  return limit;
+}
+
 }  // namespace nucleus

@@ -50,4 +50,12 @@ BatchPoint measure_batch(Model& model, const BatchBenchmarkConfig& config, int64
 // The smallest batch reaching 90% of the best generation throughput (0 when there are no points).
 int64_t find_knee(const std::vector<BatchPoint>& points);
 
+// The largest batch up to which generation throughput rises almost linearly with the batch: every
+// point up to it (points in increasing batch order) keeps a per-sequence rate gen_tok_s / batch of at
+// least `efficiency` times the first point's. That is the knee in the batching argument's sense
+// (each weight load yields ~B tokens until here); find_knee's saturation point comes later on an
+// engine that saturates slowly and earlier on one that reaches a higher ceiling sooner.
+// 0 when there are no points.
+int64_t find_linear_limit(const std::vector<BatchPoint>& points, double efficiency = 0.8);
+
 }  // namespace nucleus
