@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/gguf.h"
+#include "model/cost_model.h"
+#include "model/model.h"
 #include "speculative/spec_benchmark.h"
 #include "speculative/speculative_stats.h"
 #include "test_helpers.h"
@@ -106,6 +109,16 @@ TEST(CliBenchSpec, VerificationCostShowsBothPassesAndTheirProfiles) {
   EXPECT_LE(step_min, step_ms);
   EXPECT_LE(verify_min, verify_ms);
   EXPECT_DOUBLE_EQ(row["verify_cost_ratio_quiet"].get<double>(), verify_min / step_min);
+  // What bounds each pass: the step's weight stream and the pass's arithmetic rate, from the cost
+  // model's bytes and FLOPs at the prompt's end over the mean times.
+  const int64_t n_prompt = row["n_prompt"];
+  const auto loaded = Model::load(GgufFile::open(shared_path("models/stories260K.gguf")));
+  const StepCost step_cost = estimate_sequence_step_cost(*loaded, n_prompt, 1);
+  EXPECT_NEAR(row["step_gb_per_s"].get<double>(), (step_cost.weight_bytes + step_cost.kv_bytes) / (step_ms * 1e6),
+              1e-9 * row["step_gb_per_s"].get<double>());
+  const StepCost pass_cost = estimate_sequence_step_cost(*loaded, n_prompt, 4);
+  EXPECT_NEAR(row["verify_gflop_per_s"].get<double>(), pass_cost.flops / (verify_ms * 1e6), 1e-9 * row["verify_gflop_per_s"].get<double>());
+  EXPECT_GT(pass_cost.flops, 3.5 * step_cost.flops);  // four tokens' arithmetic over one weight load
   for (const char* key : {"profile_step", "profile_verify"}) {
     const json& p = row[key];
     EXPECT_EQ(p["steps"], 5) << key;  // the timed rounds, not the warm-up
@@ -121,6 +134,7 @@ TEST(CliBenchSpec, VerificationCostShowsBothPassesAndTheirProfiles) {
   const auto text = run_nucleus("bench spec -m " + model + " --spec self:1 --gamma 3 -n 8 -t 1 -r 2 --profile");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("quiet v/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("step GB/s"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("profile one-token step: 2 steps"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("profile verification of 4 tokens: 2 steps"), std::string::npos) << text.out;
 }

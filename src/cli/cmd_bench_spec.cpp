@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/speculation_flags.h"
 #include "core/error.h"
+#include "model/cost_model.h"
 #include "sampling/sampler.h"
 #include "speculative/spec_benchmark.h"
 
@@ -81,8 +82,8 @@ int run_bench_spec(SpecBenchOptions o) {
                 o.source.model_path.c_str(), proposers.describe().c_str(), static_cast<long long>(n_prompt),
                 static_cast<long long>(o.n_gen), n_threads, o.sampling.temperature);
     std::printf("plain decoding: %.2f tok/s\n", plain_tok_s);
-    std::printf("%5s %7s %8s %7s %10s %9s %10s %13s %15s %11s\n", "gamma", "alpha", "accept", "c", "tok/pass", "speedup",
-                "predicted", "verify/step", "verify, step ms", "quiet v/s");
+    std::printf("%5s %7s %8s %7s %10s %9s %10s %13s %15s %11s %9s %12s\n", "gamma", "alpha", "accept", "c", "tok/pass",
+                "speedup", "predicted", "verify/step", "verify, step ms", "quiet v/s", "step GB/s", "pass GFLOP/s");
   }
   nlohmann::json report = nlohmann::json::array();
   std::vector<SvgSeries> series = {{"measured speedup", "#1f77b4", {}}, {"predicted from alpha, c", "#ff7f0e", {}}};
@@ -98,6 +99,13 @@ int run_bench_spec(SpecBenchOptions o) {
     const VerificationCost verify =
         verification_cost(*target.model, prompt, gamma + 1, o.repetitions, n_threads, o.profile ? &one_token_profile : nullptr,
                           o.profile ? &verify_profile : nullptr);
+    // What bounds each kind of pass: the one-token step streams every weight (its GB/s against the
+    // memory's), the verification pass reuses each for gamma + 1 tokens (its GFLOP/s against the
+    // multipliers'). Costs at the prompt's end, where verification_cost times them (model/cost_model.h).
+    const StepCost step_cost = estimate_sequence_step_cost(*target.model, n_prompt, 1);
+    const StepCost pass_cost = estimate_sequence_step_cost(*target.model, n_prompt, gamma + 1);
+    const double step_gb_per_s = (step_cost.weight_bytes + step_cost.kv_bytes) / (verify.one_token_ms * 1e6);
+    const double pass_gflop_per_s = pass_cost.flops / (verify.n_token_ms * 1e6);
     series[0].points.emplace_back(gamma, speedup);
     series[1].points.emplace_back(gamma, predicted);
     report.push_back({{"gamma", gamma},
@@ -113,6 +121,8 @@ int run_bench_spec(SpecBenchOptions o) {
                       {"verify_min_ms", verify.n_token_min_ms},
                       {"step_min_ms", verify.one_token_min_ms},
                       {"verify_cost_ratio_quiet", verify.min_ratio()},
+                      {"step_gb_per_s", step_gb_per_s},
+                      {"verify_gflop_per_s", pass_gflop_per_s},
                       {"passes", s.num_passes},
                       {"draft_seconds", s.draft_seconds},
                       {"target_seconds", s.target_seconds},
@@ -132,9 +142,9 @@ int run_bench_spec(SpecBenchOptions o) {
       report.back()["profile_verify"] = profile_json(verify_profile);
     }
     if (!o.json) {
-      std::printf("%5d %7.3f %8.3f %7.3f %10.2f %8.2fx %9.2fx %12.2fx %7.2f %7.2f %10.2fx\n", gamma, s.alpha(),
-                  s.acceptance_rate(), c, s.tokens_per_pass(), speedup, predicted, verify.ratio, verify.n_token_ms,
-                  verify.one_token_ms, verify.min_ratio());
+      std::printf("%5d %7.3f %8.3f %7.3f %10.2f %8.2fx %9.2fx %12.2fx %7.2f %7.2f %10.2fx %9.1f %12.1f\n", gamma,
+                  s.alpha(), s.acceptance_rate(), c, s.tokens_per_pass(), speedup, predicted, verify.ratio,
+                  verify.n_token_ms, verify.one_token_ms, verify.min_ratio(), step_gb_per_s, pass_gflop_per_s);
       if (o.profile) {
         print_profile("one-token step", report.back()["profile_step"]);
         print_profile("verification of " + std::to_string(gamma + 1) + " tokens", report.back()["profile_verify"]);
