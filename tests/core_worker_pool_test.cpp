@@ -21,9 +21,9 @@ TEST(WorkerPool, RunsEveryTaskOnceOnItsScheduledThread) {
     WorkerPool pool(n_threads);
     EXPECT_EQ(pool.n_threads(), n_threads);
     for (int64_t n_tasks : {0, 1, 2, 3, 7, 1000}) {
-      for (bool dynamic : {false, true}) {
+      for (Schedule schedule : {Schedule::Static, Schedule::Dynamic}) {
         std::vector<int> runs(static_cast<size_t>(n_tasks), 0), thread_of(static_cast<size_t>(n_tasks), -1);
-        pool.run(n_tasks, dynamic, [&](int64_t task, int thread) {
+        pool.run(n_tasks, schedule, [&](int64_t task, int thread) {
           ++runs[static_cast<size_t>(task)];  // each task is one thread's, so no two threads write one slot
           thread_of[static_cast<size_t>(task)] = thread;
         });
@@ -32,7 +32,7 @@ TEST(WorkerPool, RunsEveryTaskOnceOnItsScheduledThread) {
           const int thread = thread_of[static_cast<size_t>(t)];
           ASSERT_GE(thread, 0);
           ASSERT_LT(thread, n_threads);
-          if (!dynamic) {  // static: thread i has the contiguous share [n·i/N, n·(i+1)/N)
+          if (schedule == Schedule::Static) {  // static: thread i has the contiguous share [n·i/N, n·(i+1)/N)
             EXPECT_TRUE(n_tasks * thread / n_threads <= t && t < n_tasks * (thread + 1) / n_threads)
                 << "task " << t << " of " << n_tasks << " ran on thread " << thread << " of " << n_threads;
           }
@@ -90,7 +90,7 @@ TEST(WorkerPool, ManyShortLoopsBackToBack) {
   int64_t expected = 0;
   for (int loop = 0; loop < 20000; ++loop) {
     const int64_t n_tasks = 1 + loop % 5;
-    pool.run(n_tasks, loop % 2 == 1, [&](int64_t task, int thread) { sums[static_cast<size_t>(thread)] += task + 1; });
+    pool.run(n_tasks, loop % 2 == 1 ? Schedule::Dynamic : Schedule::Static, [&](int64_t task, int thread) { sums[static_cast<size_t>(thread)] += task + 1; });
     expected += n_tasks * (n_tasks + 1) / 2;
   }
   EXPECT_EQ(sums[0] + sums[1], expected);
@@ -103,7 +103,7 @@ TEST(WorkerPool, WakesWorkersThatWentToSleep) {
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
     std::atomic<int> tasks{0};
     std::vector<int> per_thread(3, 0);
-    pool.run(3, /*dynamic=*/false, [&](int64_t, int thread) {
+    pool.run(3, Schedule::Static, [&](int64_t, int thread) {
       tasks.fetch_add(1);
       ++per_thread[static_cast<size_t>(thread)];
     });
@@ -116,7 +116,7 @@ TEST(WorkerPool, RethrowsATasksExceptionAfterEveryThreadIsDone) {
   WorkerPool pool(2);
   for (int throwing_thread : {0, 1}) {
     std::atomic<int> ran{0};
-    EXPECT_THROW(pool.run(8, /*dynamic=*/false,
+    EXPECT_THROW(pool.run(8, Schedule::Static,
                           [&](int64_t task, int thread) {
                             if (thread == throwing_thread && task % 4 == 1) throw std::runtime_error("task failed");
                             ran.fetch_add(1);
@@ -127,7 +127,7 @@ TEST(WorkerPool, RethrowsATasksExceptionAfterEveryThreadIsDone) {
     EXPECT_EQ(ran.load(), 5) << "thrown on thread " << throwing_thread;
     int64_t sum = 0;  // and the pool still runs loops
     std::vector<int64_t> per_thread(2, 0);
-    pool.run(10, /*dynamic=*/true, [&](int64_t task, int thread) { per_thread[static_cast<size_t>(thread)] += task; });
+    pool.run(10, Schedule::Dynamic, [&](int64_t task, int thread) { per_thread[static_cast<size_t>(thread)] += task; });
     for (int64_t v : per_thread) sum += v;
     EXPECT_EQ(sum, 45);
   }
@@ -136,11 +136,11 @@ TEST(WorkerPool, RethrowsATasksExceptionAfterEveryThreadIsDone) {
 TEST(WorkerPool, DestroysWhetherItsWorkersSpinOrSleep) {
   {
     WorkerPool spinning(2);
-    spinning.run(4, false, [](int64_t, int) {});
+    spinning.run(4, Schedule::Static, [](int64_t, int) {});
   }  // destroyed right after a loop: its worker is still spinning
   {
     WorkerPool sleeping(2);
-    sleeping.run(4, true, [](int64_t, int) {});
+    sleeping.run(4, Schedule::Dynamic, [](int64_t, int) {});
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
   }  // its worker sleeps on the futex
   WorkerPool never_used(4);  // its workers never saw a loop
@@ -158,10 +158,10 @@ TEST(WorkerPool, ParallelForUsesThePoolOnlyWhenItIsWorthIt) {
   };
   for (const Case& c : {Case{&pool, true, 64, true}, Case{&pool, false, 64, false}, Case{&pool, true, 1, false},
                         Case{&alone, true, 64, false}, Case{nullptr, true, 64, false}, Case{&pool, true, 0, false}}) {
-    for (bool dynamic : {false, true}) {
+    for (Schedule schedule : {Schedule::Static, Schedule::Dynamic}) {
       std::vector<int> runs(static_cast<size_t>(c.n_tasks), 0), thread_of(static_cast<size_t>(c.n_tasks), -1);
       std::vector<int64_t> order;  // only appended to when the loop is serial
-      parallel_for(c.pool, c.worth_threads, c.n_tasks, dynamic, [&](int64_t task, int thread) {
+      parallel_for(c.pool, c.worth_threads, c.n_tasks, schedule, [&](int64_t task, int thread) {
         ++runs[static_cast<size_t>(task)];
         thread_of[static_cast<size_t>(task)] = thread;
         if (!c.on_pool) order.push_back(task);
@@ -171,7 +171,7 @@ TEST(WorkerPool, ParallelForUsesThePoolOnlyWhenItIsWorthIt) {
         ASSERT_EQ(runs[static_cast<size_t>(t)], 1);
         used_second_thread |= thread_of[static_cast<size_t>(t)] == 1;
       }
-      if (c.on_pool && !dynamic) {
+      if (c.on_pool && schedule == Schedule::Static) {
         EXPECT_TRUE(used_second_thread);  // static: thread 1 owns the second half
       }
       if (!c.on_pool) {

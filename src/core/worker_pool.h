@@ -17,7 +17,6 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace nucleus {
@@ -53,10 +52,6 @@ class WorkerPool {
     using Callable = std::remove_reference_t<Body>;
     auto call = [](void* context, int64_t task, int thread) { (*static_cast<Callable*>(context))(task, thread); };
     run_loop(Loop{call, const_cast<void*>(static_cast<const void*>(&body)), n_tasks, schedule});
-  }
-  template <class Body>
-  void run(int64_t n_tasks, bool dynamic, Body&& body) {
-    run(n_tasks, dynamic ? Schedule::Dynamic : Schedule::Static, std::forward<Body>(body));
   }
 
  private:
@@ -98,10 +93,6 @@ void parallel_for(WorkerPool* pool, bool worth_threads, int64_t n_tasks, Schedul
     return;
   }
   for (int64_t task = 0; task < n_tasks; ++task) body(task, 0);
-}
-template <class Body>
-void parallel_for(WorkerPool* pool, bool worth_threads, int64_t n_tasks, bool dynamic, Body&& body) {
-  parallel_for(pool, worth_threads, n_tasks, dynamic ? Schedule::Dynamic : Schedule::Static, std::forward<Body>(body));
 }
 
 }  // namespace nucleus

@@ -29,7 +29,7 @@ __attribute__((target("avx2"))) double read_bandwidth(WorkerPool& pool) {
   auto share = [&](int64_t t) {
     return std::pair<size_t, size_t>{chunks * static_cast<size_t>(t) / n_threads * 32, chunks * (static_cast<size_t>(t) + 1) / n_threads * 32};
   };
-  pool.run(pool.n_threads(), /*dynamic=*/false, [&](int64_t t, int) {  // touch pages on the reading thread
+  pool.run(pool.n_threads(), Schedule::Static, [&](int64_t t, int) {  // touch pages on the reading thread
     const auto [begin, end] = share(t);
     for (size_t i = begin; i < end; ++i) buffer[i] = static_cast<float>(i & 7);
   });
@@ -37,7 +37,7 @@ __attribute__((target("avx2"))) double read_bandwidth(WorkerPool& pool) {
   for (int rep = 0; rep < 4; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<float> totals(n_threads, 0.0f);
-    pool.run(pool.n_threads(), /*dynamic=*/false, [&](int64_t t, int) __attribute__((target("avx2"))) {
+    pool.run(pool.n_threads(), Schedule::Static, [&](int64_t t, int) __attribute__((target("avx2"))) {
       __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
       const auto [begin, end] = share(t);
       for (size_t i = begin; i < end; i += 32) {
@@ -87,7 +87,7 @@ double fma_throughput(WorkerPool& pool, float (*chains)(), int lanes) {
   for (int rep = 0; rep < 3; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<float> sinks(static_cast<size_t>(n_threads), 0.0f);
-    pool.run(n_threads, /*dynamic=*/false, [&](int64_t t, int) { sinks[static_cast<size_t>(t)] = chains(); });
+    pool.run(n_threads, Schedule::Static, [&](int64_t t, int) { sinks[static_cast<size_t>(t)] = chains(); });
     float sink = 0.0f;
     for (float v : sinks) sink += v;
     const double s = seconds_since(start);

@@ -118,7 +118,7 @@ MatmulActivations prepare_activations(const DotKernels& kernels, GgmlType type, 
   // (Only a parallel call may look up scratch's pool: one of another size would be replaced, and the
   // forward pass holds a reference to the one it shares.)
   parallel_for(n_threads > 1 ? &worker_pool(scratch, n_threads) : nullptr, n_tokens * k >= kMinParallelWork / 16, n_tokens,
-               /*dynamic=*/false, [&](int64_t t, int) { quantize_token(t); });
+               Schedule::Static, [&](int64_t t, int) { quantize_token(t); });
   return a;
 }
 

@@ -30,7 +30,7 @@ std::shared_ptr<const PackedRows> pack_rows_half(const WeightMatrix& w, WorkerPo
   p->data = arena ? arena->allocate(bytes) : std::shared_ptr<uint8_t>(allocate_weight_memory(bytes).release(), &std::free);
   PackedRows& out = *p;
   const size_t slot_bytes = static_cast<size_t>(chunk) * sizeof(uint16_t);  // one row's piece of a chunk
-  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
+  pool.run(out.n_groups, Schedule::Static, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     if ((g + 1) * kPackedHalfRows > out.n_rows) std::memset(base, 0, out.group_bytes);  // zero padding rows
     for (int row = 0; row < kPackedHalfRows; ++row) {

@@ -59,7 +59,7 @@ std::shared_ptr<const PackedRows> pack_rows_kquant(const WeightMatrix& w, Worker
   const int64_t n_blocks = w.n_cols / kQK_K;
   auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>(n_blocks) * block_bytes, arena);
   PackedRows& out = *p;
-  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
+  pool.run(out.n_groups, Schedule::Static, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     // Padding rows (and Q6_K's padding bytes) all zero.
     if (q6 || (g + 1) * kPackRows > out.n_rows) std::memset(base, 0, out.group_bytes);

@@ -52,7 +52,7 @@ std::shared_ptr<const PackedRows> pack_rows(const WeightMatrix& w, WorkerPool& p
   auto p = allocate_packed_rows(w, n_blocks, static_cast<size_t>((n_blocks + 1) / 2) * packed_pair_bytes(qs_block_bytes), arena);
   p->qs_block_bytes = qs_block_bytes;
   PackedRows& out = *p;
-  pool.run(out.n_groups, /*dynamic=*/false, [&](int64_t g, int) {
+  pool.run(out.n_groups, Schedule::Static, [&](int64_t g, int) {
     uint8_t* base = out.data.get() + static_cast<size_t>(g) * out.group_bytes;
     // The last group's padding rows (and the block after an odd count) must be zero quants and zero scales.
     if ((g + 1) * kPackRows > out.n_rows || out.n_blocks % 2 != 0) std::memset(base, 0, out.group_bytes);

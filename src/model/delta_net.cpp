@@ -47,7 +47,7 @@ void delta_net_conv(const float* m, int64_t n, int64_t conv_dim, int64_t kernel,
       o[c] = silu(sum);
     }
   };
-  parallel_for(pool, n * conv_dim >= (1 << 16), n, /*dynamic=*/false, token);
+  parallel_for(pool, n * conv_dim >= (1 << 16), n, Schedule::Static, token);
   std::memcpy(state, window + n * conv_dim, static_cast<size_t>(history * conv_dim) * sizeof(float));
 }
 
@@ -158,7 +158,7 @@ void delta_net_chunked_head(const DeltaNetSpec& spec, const DeltaNetInputs& in, 
 
 void delta_net_recurrent(const DeltaNetSpec& spec, const DeltaNetInputs& in, float* states, float* out, WorkerPool* pool) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
-  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, /*dynamic=*/false, [&](int64_t j, int) {
+  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, Schedule::Static, [&](int64_t j, int) {
     delta_net_recurrent_head(spec, in, j, states + j * S * S, out, out_stride);
   });
 }
@@ -167,7 +167,7 @@ void delta_net_chunked(const DeltaNetSpec& spec, const DeltaNetInputs& in, float
                        int64_t chunk_size) {
   const int64_t S = spec.head_dim, out_stride = spec.value_dim();
   std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->n_threads() : 1));
-  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, /*dynamic=*/false, [&](int64_t j, int thread) {
+  parallel_for(pool, in.n_tokens * 4 * S * S >= kMinParallelHeadWork, spec.n_v_heads, Schedule::Static, [&](int64_t j, int thread) {
     std::vector<float>& mine = scratch[static_cast<size_t>(thread)];
     delta_net_chunked_head(spec, in, j, states + j * S * S, out, out_stride, chunk_size, mine);
   });

@@ -323,7 +323,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, float* logits, int n
         (kv_f16 ? ops.attention_f16 : ops.attention)(a);
       };
       const auto attention_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      parallel_for(&pool, parallel_attention, n_units, /*dynamic=*/S.n_head_kv * units_per_kv_head % n_threads != 0, attend);
+      parallel_for(&pool, parallel_attention, n_units, S.n_head_kv * units_per_kv_head % n_threads != 0 ? Schedule::Dynamic : Schedule::Static, attend);
       if (profile_)
         profile_->attention_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - attention_start).count();
       if (S.attn_output_gate)

@@ -141,7 +141,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
         l2_normalize(u + key_dim + h * S, S, hp.rms_eps);  // k
       }
     };
-    parallel_for(&pool, split, n_s, /*dynamic=*/false, normalize);
+    parallel_for(&pool, split, n_s, Schedule::Static, normalize);
     DeltaNetInputs in;
     in.n_tokens = n_s;
     in.q = ds.seq_u.data();
@@ -163,7 +163,7 @@ void Model::delta_net_layer(int64_t layer, const ForwardBatch& batch, KvCache& k
         for (int64_t b = 0; b < S; ++b) gated[b] *= z[b] / (1.0f + std::exp(-z[b]));
       }
     };
-    parallel_for(&pool, split, n_s, /*dynamic=*/false, gate);
+    parallel_for(&pool, split, n_s, Schedule::Static, gate);
   }
   matmul(*kernels_, L.ssm_out, ds.o.data(), n, out, n_threads, ds.matmul);
 }

@@ -15,7 +15,7 @@ constexpr int64_t kMinParallelElements = 1 << 16;
 // the other tokens, so the results are the same either way.
 template <class Body>
 void for_each_token(WorkerPool& pool, int64_t n_tokens, int64_t elements_per_token, const Body& body) {
-  parallel_for(&pool, n_tokens * elements_per_token >= kMinParallelElements, n_tokens, /*dynamic=*/false,
+  parallel_for(&pool, n_tokens * elements_per_token >= kMinParallelElements, n_tokens, Schedule::Static,
                [&](int64_t i, int) { body(i); });
 }
 
